@@ -1,0 +1,140 @@
+/*
+ * rdmx — RDMA message passing for MPI.
+ *
+ * The public C API. A context is one rank's endpoint on one fabric; it matches
+ * MPI-style messages (context id, source, tag) and moves them eagerly over SENDs
+ * or by rendezvous over RDMA READs. Everything is non-blocking: operations return
+ * a request that completes through rdmx_progress().
+ *
+ * Threading: a context is not internally locked. Calls on one context must be
+ * serialised by the caller; different contexts are independent.
+ */
+#ifndef RDMX_RDMX_H
+#define RDMX_RDMX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(RDMX_BUILDING_LIBRARY)
+#define RDMX_API __attribute__((visibility("default")))
+#else
+#define RDMX_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Return codes. Zero is success; every error is negative. */
+typedef enum rdmx_status {
+  RDMX_OK = 0,
+  RDMX_ERR_INVALID = -1,     /* an argument or setting is out of range */
+  RDMX_ERR_NO_MEMORY = -2,   /* allocation or registration failed */
+  RDMX_ERR_NO_DEVICE = -3,   /* the requested fabric is not available */
+  RDMX_ERR_UNREACHABLE = -4, /* the peer's address cannot be resolved or reached */
+  RDMX_ERR_REJECTED = -5,    /* the peer rejected the connection */
+  RDMX_ERR_PEER_LOST = -6,   /* the connection failed or the peer vanished */
+  RDMX_ERR_TRUNCATED = -7,   /* the receive buffer was smaller than the message */
+  RDMX_ERR_CANCELLED = -8,   /* the request was cancelled */
+  RDMX_ERR_TIMEOUT = -9,     /* a bounded wait ran out */
+  RDMX_ERR_AGAIN = -10,      /* no resource right now; try again after progress */
+  RDMX_ERR_PROTOCOL = -11,   /* a peer sent something rdmx does not accept */
+  RDMX_ERR_FABRIC = -12,     /* the fabric library reported an error */
+  RDMX_ERR_UNSUPPORTED = -13 /* not supported by this build or fabric */
+} rdmx_status_t;
+
+/* Wildcards for receives and probes. ANY_TAG matches tags >= 0 only: negative tags
+ * are legal (MPI libraries use them internally) and are matched exactly. */
+#define RDMX_ANY_SOURCE (-1)
+#define RDMX_ANY_TAG INT32_MIN
+
+typedef struct rdmx_context rdmx_context_t;
+typedef struct rdmx_request rdmx_request_t;
+typedef struct rdmx_message rdmx_message_t; /* a message claimed by rdmx_improbe */
+
+/* What a completed receive (or a probe) reports. */
+typedef struct rdmx_status_info {
+  int32_t source;
+  int32_t tag;
+  uint64_t length;      /* bytes delivered (receive) or the message's length (probe) */
+  uint64_t sent_length; /* the message's full length as sent */
+  int error;            /* RDMX_OK, RDMX_ERR_TRUNCATED, RDMX_ERR_CANCELLED, ... */
+} rdmx_status_info_t;
+
+/* Called once when a request completes, from inside rdmx_progress (or the call that
+ * completed it). The request stays valid until rdmx_request_free. */
+typedef void (*rdmx_completion_fn)(rdmx_request_t* req, const rdmx_status_info_t* status,
+                                   void* user);
+
+/* Send flags. */
+#define RDMX_SEND_SYNC 0x1u /* complete only once the receiver has matched the message */
+
+typedef struct rdmx_init_params {
+  int32_t rank;         /* this process's rank, 0..size-1 */
+  int32_t size;         /* number of ranks */
+  const char* fabric;   /* NULL: RDMX_FABRIC, else "auto"; or loopback|verbs|ofi */
+  uint64_t job_key;     /* shared by all ranks of a job; 0: none checked */
+  const char* settings; /* NULL, or "RDMX_X=v,RDMX_Y=w": applied over the environment */
+} rdmx_init_params_t;
+
+/* Counters for tests, tools and benchmarks. */
+typedef struct rdmx_stats {
+  uint64_t eager_sends;
+  uint64_t inline_sends;
+  uint64_t rndv_sends;
+  uint64_t rdma_reads;
+  uint64_t max_reads_outstanding; /* high-water mark of reads in flight on one connection */
+  uint64_t min_read_depth;        /* smallest negotiated initiator depth seen (0: none) */
+  uint64_t credit_messages;       /* explicit credit returns */
+  uint64_t credit_stalls;         /* sends queued for lack of credits */
+  uint64_t unexpected;            /* messages that arrived before their receive */
+  uint64_t connections;
+} rdmx_stats_t;
+
+RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);
+RDMX_API int rdmx_finalize(rdmx_context_t* ctx);
+
+/* This context's address, to be given to every peer's rdmx_add_peer. */
+RDMX_API int rdmx_address(rdmx_context_t* ctx, void* buf, size_t* len);
+RDMX_API int rdmx_add_peer(rdmx_context_t* ctx, int32_t rank, const void* addr, size_t len);
+
+RDMX_API int rdmx_isend(rdmx_context_t* ctx, int32_t dest, uint32_t context_id, int32_t tag,
+                        const void* buf, uint64_t len, uint32_t flags, rdmx_completion_fn cb,
+                        void* user, rdmx_request_t** req);
+RDMX_API int rdmx_irecv(rdmx_context_t* ctx, int32_t source, uint32_t context_id, int32_t tag,
+                        void* buf, uint64_t len, rdmx_completion_fn cb, void* user,
+                        rdmx_request_t** req);
+RDMX_API int rdmx_iprobe(rdmx_context_t* ctx, int32_t source, uint32_t context_id, int32_t tag,
+                         int* found, rdmx_status_info_t* status);
+RDMX_API int rdmx_improbe(rdmx_context_t* ctx, int32_t source, uint32_t context_id, int32_t tag,
+                          int* found, rdmx_message_t** msg, rdmx_status_info_t* status);
+RDMX_API int rdmx_imrecv(rdmx_context_t* ctx, rdmx_message_t* msg, void* buf, uint64_t len,
+                         rdmx_completion_fn cb, void* user, rdmx_request_t** req);
+/* Cancels an unmatched receive (it completes with RDMX_ERR_CANCELLED); a matched
+ * receive or a send is left to complete normally. */
+RDMX_API int rdmx_cancel(rdmx_context_t* ctx, rdmx_request_t* req);
+
+RDMX_API int rdmx_test(rdmx_request_t* req, int* done, rdmx_status_info_t* status);
+/* Waits with progress; timeout_ms < 0 waits until done or the peer is lost. */
+RDMX_API int rdmx_wait(rdmx_context_t* ctx, rdmx_request_t* req, int timeout_ms,
+                       rdmx_status_info_t* status);
+RDMX_API void rdmx_request_free(rdmx_context_t* ctx, rdmx_request_t* req);
+
+/* Drives the fabric; returns the number of events handled (>= 0) or an error. */
+RDMX_API int rdmx_progress(rdmx_context_t* ctx);
+
+RDMX_API int rdmx_get_stats(rdmx_context_t* ctx, rdmx_stats_t* stats);
+RDMX_API const char* rdmx_fabric_name(rdmx_context_t* ctx);
+RDMX_API const char* rdmx_strerror(int status);
+/* The last error's explanation in words (peer, cause), or "" if none. With a NULL
+ * context: why the last rdmx_init on this thread failed. */
+RDMX_API const char* rdmx_last_error(rdmx_context_t* ctx);
+
+/* Every RDMX_* setting with its default and a one-line description, one per line. */
+RDMX_API void rdmx_print_settings(void* file /* FILE* */);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RDMX_RDMX_H */

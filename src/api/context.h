@@ -1,0 +1,47 @@
+// What an rdmx_context_t is: one engine over the fabric chosen at rdmx_init. The
+// choice is made once; every call on the context then goes straight to that engine.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/settings.h"
+#include "rdmx/rdmx.h"
+
+namespace rdmx {
+
+class Context {
+ public:
+  virtual ~Context() = default;
+  virtual int init(int32_t rank, int32_t size, uint64_t job_key, const Settings& s,
+                   std::string& err) = 0;
+  virtual size_t address(uint8_t* buf, size_t cap) const = 0;
+  virtual int add_peer(int32_t rank, const void* addr, size_t len) = 0;
+  virtual int isend(int32_t dest, uint32_t cid, int32_t tag, const void* buf, uint64_t len,
+                    uint32_t flags, rdmx_completion_fn cb, void* user, rdmx_request_t** out) = 0;
+  virtual int irecv(int32_t source, uint32_t cid, int32_t tag, void* buf, uint64_t len,
+                    rdmx_completion_fn cb, void* user, rdmx_request_t** out) = 0;
+  virtual int iprobe(int32_t source, uint32_t cid, int32_t tag, int* found,
+                     rdmx_status_info_t* st) = 0;
+  virtual int improbe(int32_t source, uint32_t cid, int32_t tag, int* found, rdmx_message_t** msg,
+                      rdmx_status_info_t* st) = 0;
+  virtual int imrecv(rdmx_message_t* msg, void* buf, uint64_t len, rdmx_completion_fn cb,
+                     void* user, rdmx_request_t** out) = 0;
+  virtual int cancel(rdmx_request_t* r) = 0;
+  virtual void release(rdmx_request_t* r) = 0;
+  virtual int progress() = 0;
+  virtual void finalize() = 0;
+  virtual const rdmx_stats_t& stats() const = 0;
+  virtual const std::string& last_error() const = 0;
+  virtual const char* fabric_name() const = 0;
+};
+
+// One factory per backend built into this library (null where not built).
+std::unique_ptr<Context> make_loopback_context();
+std::unique_ptr<Context> make_verbs_context();
+std::unique_ptr<Context> make_ofi_context();
+
+// The fabric RDMX_FABRIC=auto resolves to on this machine, or "" with a reason.
+std::string resolve_auto_fabric(std::string& why);
+
+}  // namespace rdmx

@@ -1,0 +1,70 @@
+// Context over Engine<F>: the one place where the API meets a concrete backend.
+#pragma once
+
+#include "api/context.h"
+#include "engine/engine_impl.h"
+
+namespace rdmx {
+
+template <class F>
+class EngineContext final : public Context {
+  using E = engine::Engine<F>;
+  using Req = typename E::Req;
+  static Req* req(rdmx_request_t* h) { return static_cast<Req*>(engine::RequestBase::from(h)); }
+
+ public:
+  int init(int32_t rank, int32_t size, uint64_t job_key, const Settings& s,
+           std::string& err) override {
+    return e_.init(rank, size, job_key, s, err);
+  }
+  size_t address(uint8_t* buf, size_t cap) const override { return e_.address(buf, cap); }
+  int add_peer(int32_t rank, const void* addr, size_t len) override {
+    return e_.add_peer(rank, addr, len);
+  }
+  int isend(int32_t dest, uint32_t cid, int32_t tag, const void* buf, uint64_t len, uint32_t flags,
+            rdmx_completion_fn cb, void* user, rdmx_request_t** out) override {
+    Req* r = nullptr;
+    int rc = e_.isend(dest, cid, tag, buf, len, flags, cb, user, &r);
+    if (rc == RDMX_OK) *out = r->handle();
+    return rc;
+  }
+  int irecv(int32_t source, uint32_t cid, int32_t tag, void* buf, uint64_t len,
+            rdmx_completion_fn cb, void* user, rdmx_request_t** out) override {
+    Req* r = nullptr;
+    int rc = e_.irecv(source, cid, tag, buf, len, cb, user, &r);
+    if (rc == RDMX_OK) *out = r->handle();
+    return rc;
+  }
+  int iprobe(int32_t source, uint32_t cid, int32_t tag, int* found,
+             rdmx_status_info_t* st) override {
+    return e_.iprobe(source, cid, tag, found, st);
+  }
+  int improbe(int32_t source, uint32_t cid, int32_t tag, int* found, rdmx_message_t** msg,
+              rdmx_status_info_t* st) override {
+    typename E::Unexp* u = nullptr;
+    int rc = e_.improbe(source, cid, tag, found, &u, st);
+    *msg = reinterpret_cast<rdmx_message_t*>(u);
+    return rc;
+  }
+  int imrecv(rdmx_message_t* msg, void* buf, uint64_t len, rdmx_completion_fn cb, void* user,
+             rdmx_request_t** out) override {
+    Req* r = nullptr;
+    int rc = e_.imrecv(reinterpret_cast<typename E::Unexp*>(msg), buf, len, cb, user, &r);
+    if (rc == RDMX_OK) *out = r->handle();
+    return rc;
+  }
+  int cancel(rdmx_request_t* r) override { return e_.cancel(req(r)); }
+  void release(rdmx_request_t* r) override { e_.release(req(r)); }
+  int progress() override { return e_.progress(); }
+  void finalize() override { e_.finalize(); }
+  const rdmx_stats_t& stats() const override { return e_.stats(); }
+  const std::string& last_error() const override { return e_.last_error(); }
+  const char* fabric_name() const override { return F::kName; }
+
+  E& engine() { return e_; }
+
+ private:
+  E e_;
+};
+
+}  // namespace rdmx

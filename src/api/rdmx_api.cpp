@@ -1,0 +1,233 @@
+// The public C API: argument checks, fabric selection at init, and a try/catch at
+// every entry so that no exception crosses into C callers.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "api/context.h"
+#include "core/log.h"
+#include "core/settings.h"
+#include "engine/request.h"
+#include "rdmx/rdmx.h"
+
+struct rdmx_context {
+  std::unique_ptr<rdmx::Context> impl;
+};
+
+namespace {
+
+thread_local std::string t_init_error;
+
+int init_failed(int code, const std::string& why) {
+  t_init_error = why;
+  rdmx::log_message(rdmx::LogLevel::Error, -1, "rdmx_init: %s", why.c_str());
+  return code;
+}
+
+// Applies "NAME=value,NAME=value" over s.
+bool apply_settings_string(rdmx::Settings& s, const char* text, std::string& err) {
+  std::string all(text);
+  size_t pos = 0;
+  while (pos <= all.size()) {
+    size_t end = all.find(',', pos);
+    if (end == std::string::npos) end = all.size();
+    std::string item = all.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      err = "setting '" + item + "' is not of the form RDMX_NAME=value";
+      return false;
+    }
+    if (!s.set(item.substr(0, eq), item.substr(eq + 1), err)) return false;
+  }
+  return true;
+}
+
+std::unique_ptr<rdmx::Context> make_context(const std::string& fabric, std::string& why) {
+  std::string name = fabric;
+  if (name == "auto") {
+    name = rdmx::resolve_auto_fabric(why);
+    if (name.empty()) return nullptr;
+  }
+  std::unique_ptr<rdmx::Context> c;
+  if (name == "loopback") c = rdmx::make_loopback_context();
+  if (name == "verbs") c = rdmx::make_verbs_context();
+  if (name == "ofi") c = rdmx::make_ofi_context();
+  if (!c) why = "the " + name + " fabric is not built into this rdmx (see ./configure's summary)";
+  return c;
+}
+
+template <class Fn>
+int guarded(Fn&& fn) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return RDMX_ERR_NO_MEMORY;
+  } catch (...) {
+    return RDMX_ERR_FABRIC;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** out) {
+  return guarded([&]() -> int {
+    if (!params || !out) return init_failed(RDMX_ERR_INVALID, "params and ctx must not be NULL");
+    *out = nullptr;
+    rdmx::Settings s;
+    std::string err;
+    if (!s.load_from_env(err)) return init_failed(RDMX_ERR_INVALID, err);
+    if (params->settings && !apply_settings_string(s, params->settings, err))
+      return init_failed(RDMX_ERR_INVALID, err);
+    if (params->fabric && !s.set("RDMX_FABRIC", params->fabric, err))
+      return init_failed(RDMX_ERR_INVALID, err);
+    auto ctx = std::make_unique<rdmx_context>();
+    ctx->impl = make_context(s.fabric, err);
+    if (!ctx->impl) return init_failed(RDMX_ERR_NO_DEVICE, err);
+    int rc = ctx->impl->init(params->rank, params->size, params->job_key, s, err);
+    if (rc) return init_failed(rc, err);
+    *out = ctx.release();
+    return RDMX_OK;
+  });
+}
+
+int rdmx_finalize(rdmx_context_t* ctx) {
+  if (!ctx) return RDMX_ERR_INVALID;
+  int rc = guarded([&]() -> int {
+    ctx->impl->finalize();
+    return RDMX_OK;
+  });
+  delete ctx;
+  return rc;
+}
+
+int rdmx_address(rdmx_context_t* ctx, void* buf, size_t* len) {
+  if (!ctx || !len) return RDMX_ERR_INVALID;
+  size_t need = ctx->impl->address(nullptr, 0);
+  if (!buf || *len < need) {
+    *len = need;
+    return buf ? RDMX_ERR_INVALID : RDMX_OK;
+  }
+  *len = ctx->impl->address(static_cast<uint8_t*>(buf), *len);
+  return RDMX_OK;
+}
+
+int rdmx_add_peer(rdmx_context_t* ctx, int32_t rank, const void* addr, size_t len) {
+  if (!ctx) return RDMX_ERR_INVALID;
+  return guarded([&]() -> int { return ctx->impl->add_peer(rank, addr, len); });
+}
+
+int rdmx_isend(rdmx_context_t* ctx, int32_t dest, uint32_t cid, int32_t tag, const void* buf,
+               uint64_t len, uint32_t flags, rdmx_completion_fn cb, void* user,
+               rdmx_request_t** req) {
+  if (!ctx || !req) return RDMX_ERR_INVALID;
+  return guarded(
+      [&]() -> int { return ctx->impl->isend(dest, cid, tag, buf, len, flags, cb, user, req); });
+}
+
+int rdmx_irecv(rdmx_context_t* ctx, int32_t source, uint32_t cid, int32_t tag, void* buf,
+               uint64_t len, rdmx_completion_fn cb, void* user, rdmx_request_t** req) {
+  if (!ctx || !req) return RDMX_ERR_INVALID;
+  return guarded(
+      [&]() -> int { return ctx->impl->irecv(source, cid, tag, buf, len, cb, user, req); });
+}
+
+int rdmx_iprobe(rdmx_context_t* ctx, int32_t source, uint32_t cid, int32_t tag, int* found,
+                rdmx_status_info_t* status) {
+  if (!ctx || !found) return RDMX_ERR_INVALID;
+  return guarded([&]() -> int { return ctx->impl->iprobe(source, cid, tag, found, status); });
+}
+
+int rdmx_improbe(rdmx_context_t* ctx, int32_t source, uint32_t cid, int32_t tag, int* found,
+                 rdmx_message_t** msg, rdmx_status_info_t* status) {
+  if (!ctx || !found || !msg) return RDMX_ERR_INVALID;
+  return guarded([&]() -> int { return ctx->impl->improbe(source, cid, tag, found, msg, status); });
+}
+
+int rdmx_imrecv(rdmx_context_t* ctx, rdmx_message_t* msg, void* buf, uint64_t len,
+                rdmx_completion_fn cb, void* user, rdmx_request_t** req) {
+  if (!ctx || !msg || !req) return RDMX_ERR_INVALID;
+  return guarded([&]() -> int { return ctx->impl->imrecv(msg, buf, len, cb, user, req); });
+}
+
+int rdmx_cancel(rdmx_context_t* ctx, rdmx_request_t* req) {
+  if (!ctx || !req) return RDMX_ERR_INVALID;
+  return guarded([&]() -> int { return ctx->impl->cancel(req); });
+}
+
+int rdmx_test(rdmx_request_t* req, int* done, rdmx_status_info_t* status) {
+  if (!req || !done) return RDMX_ERR_INVALID;
+  auto* r = rdmx::engine::RequestBase::from(req);
+  *done = r->state == rdmx::engine::RequestBase::State::Done;
+  if (*done && status) *status = r->status;
+  return RDMX_OK;
+}
+
+int rdmx_wait(rdmx_context_t* ctx, rdmx_request_t* req, int timeout_ms,
+              rdmx_status_info_t* status) {
+  if (!ctx || !req) return RDMX_ERR_INVALID;
+  return guarded([&]() -> int {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    int done = 0;
+    for (uint32_t spins = 0;; ++spins) {
+      rdmx_test(req, &done, status);
+      if (done) return RDMX_OK;
+      int rc = ctx->impl->progress();
+      if (rc < 0) return rc;
+      if (timeout_ms >= 0 && (spins & 255) == 0 && std::chrono::steady_clock::now() > deadline)
+        return RDMX_ERR_TIMEOUT;
+    }
+  });
+}
+
+void rdmx_request_free(rdmx_context_t* ctx, rdmx_request_t* req) {
+  if (ctx && req) ctx->impl->release(req);
+}
+
+int rdmx_progress(rdmx_context_t* ctx) {
+  if (!ctx) return RDMX_ERR_INVALID;
+  return guarded([&]() -> int { return ctx->impl->progress(); });
+}
+
+int rdmx_get_stats(rdmx_context_t* ctx, rdmx_stats_t* stats) {
+  if (!ctx || !stats) return RDMX_ERR_INVALID;
+  *stats = ctx->impl->stats();
+  return RDMX_OK;
+}
+
+const char* rdmx_fabric_name(rdmx_context_t* ctx) { return ctx ? ctx->impl->fabric_name() : ""; }
+
+const char* rdmx_last_error(rdmx_context_t* ctx) {
+  return ctx ? ctx->impl->last_error().c_str() : t_init_error.c_str();
+}
+
+const char* rdmx_strerror(int status) {
+  switch (status) {
+    case RDMX_OK: return "success";
+    case RDMX_ERR_INVALID: return "invalid argument or setting";
+    case RDMX_ERR_NO_MEMORY: return "out of memory or registration failed";
+    case RDMX_ERR_NO_DEVICE: return "fabric not available";
+    case RDMX_ERR_UNREACHABLE: return "peer unreachable";
+    case RDMX_ERR_REJECTED: return "connection rejected by the peer";
+    case RDMX_ERR_PEER_LOST: return "connection to the peer lost";
+    case RDMX_ERR_TRUNCATED: return "message truncated";
+    case RDMX_ERR_CANCELLED: return "request cancelled";
+    case RDMX_ERR_TIMEOUT: return "timed out";
+    case RDMX_ERR_AGAIN: return "resource temporarily unavailable";
+    case RDMX_ERR_PROTOCOL: return "protocol error from the peer";
+    case RDMX_ERR_FABRIC: return "fabric error";
+    case RDMX_ERR_UNSUPPORTED: return "not supported";
+  }
+  return "unknown rdmx status";
+}
+
+void rdmx_print_settings(void* file) {
+  rdmx::Settings::print_all(file ? static_cast<std::FILE*>(file) : stdout);
+}
+
+}  // extern "C"

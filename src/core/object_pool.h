@@ -1,0 +1,58 @@
+// Fixed-address objects handed out from chunks and recycled through a free list, so
+// that per-message objects cost no allocation once the pool has warmed up. Every
+// object has an index, and ids carry a generation so that a stale id (a late
+// completion, a forged wire reference) is recognised instead of followed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace rdmx {
+
+template <class T>
+class ObjectPool {
+ public:
+  static constexpr uint32_t kChunk = 1024;
+
+  T* get() {
+    if (free_.empty()) add_chunk();
+    T* t = free_.back();
+    free_.pop_back();
+    ++t->pool_gen;
+    ++live_;
+    return t;
+  }
+  void put(T* t) {
+    ++t->pool_gen;  // invalidates outstanding ids at once
+    free_.push_back(t);
+    --live_;
+  }
+  // id = generation << 32 | index
+  static uint64_t id_of(const T* t) { return uint64_t(t->pool_gen) << 32 | t->pool_index; }
+  // The live object with that id, or null.
+  T* find(uint64_t id) const {
+    uint32_t index = uint32_t(id), gen = uint32_t(id >> 32);
+    if (index / kChunk >= chunks_.size()) return nullptr;
+    T* t = &chunks_[index / kChunk][index % kChunk];
+    return t->pool_gen == gen && (gen & 1) ? t : nullptr;
+  }
+  size_t live() const { return live_; }
+
+ private:
+  void add_chunk() {
+    uint32_t base = uint32_t(chunks_.size()) * kChunk;
+    chunks_.emplace_back(new T[kChunk]);
+    T* c = chunks_.back().get();
+    for (uint32_t i = kChunk; i-- > 0;) {
+      c[i].pool_index = base + i;
+      c[i].pool_gen = 0;  // even: free
+      free_.push_back(&c[i]);
+    }
+  }
+  std::vector<std::unique_ptr<T[]>> chunks_;
+  std::vector<T*> free_;
+  size_t live_ = 0;
+};
+
+}  // namespace rdmx

@@ -1,0 +1,41 @@
+// A FIFO over a power-of-two circular buffer that grows by doubling: no allocation
+// once it has reached its working size.
+#pragma once
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace rdmx {
+
+template <class T>
+class Ring {
+ public:
+  explicit Ring(size_t capacity = 16) {
+    size_t n = 1;
+    while (n < capacity) n *= 2;
+    buf_.resize(n);
+  }
+  bool empty() const { return head_ == tail_; }
+  size_t size() const { return tail_ - head_; }
+  T& front() { return buf_[head_ & (buf_.size() - 1)]; }
+  void push(T v) {
+    if (size() == buf_.size()) grow();
+    buf_[tail_++ & (buf_.size() - 1)] = std::move(v);
+  }
+  T pop() { return std::move(buf_[head_++ & (buf_.size() - 1)]); }
+  void clear() { head_ = tail_ = 0; }
+
+ private:
+  void grow() {
+    std::vector<T> n(buf_.size() * 2);
+    for (size_t i = 0; i < size(); ++i) n[i] = std::move(buf_[(head_ + i) & (buf_.size() - 1)]);
+    tail_ = size();
+    head_ = 0;
+    buf_.swap(n);
+  }
+  std::vector<T> buf_;
+  size_t head_ = 0, tail_ = 0;
+};
+
+}  // namespace rdmx

@@ -1,0 +1,151 @@
+// The messaging engine: MPI-style matching, the eager and rendezvous protocols and
+// credit flow control, over any fabric F (fabric/fabric.h). One Engine is one rank's
+// endpoint. It is single-threaded: the caller serialises calls.
+//
+// The member functions are defined by concept in engine_*.h and instantiated once per
+// backend (fabric/<backend>/<backend>_engine.cpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "core/object_pool.h"
+#include "core/payload_pool.h"
+#include "core/settings.h"
+#include "engine/link.h"
+#include "engine/request.h"
+#include "fabric/fabric.h"
+#include "match/posted_queue.h"
+#include "match/unexpected_queue.h"
+#include "protocol/wire.h"
+#include "rdmx/rdmx.h"
+
+namespace rdmx::engine {
+
+template <class F>
+requires fabric::Fabric<F>
+class Engine {
+ public:
+  using Req = Request<F>;
+  using Unexp = Unexpected<F>;
+
+  Engine() = default;
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Setup (engine_setup.h).
+  int init(int32_t rank, int32_t size, uint64_t job_key, const Settings& s, std::string& err);
+  size_t address(uint8_t* buf, size_t cap) const { return fabric_.address(buf, cap); }
+  int add_peer(int32_t rank, const void* addr, size_t len);
+  int progress();
+  void finalize();
+
+  // Messaging (engine_send.h, engine_recv.h).
+  int isend(int32_t dest, uint32_t cid, int32_t tag, const void* buf, uint64_t len, uint32_t flags,
+            rdmx_completion_fn cb, void* user, Req** out);
+  int irecv(int32_t source, uint32_t cid, int32_t tag, void* buf, uint64_t len,
+            rdmx_completion_fn cb, void* user, Req** out);
+  int iprobe(int32_t source, uint32_t cid, int32_t tag, int* found, rdmx_status_info_t* st);
+  int improbe(int32_t source, uint32_t cid, int32_t tag, int* found, Unexp** msg,
+              rdmx_status_info_t* st);
+  int imrecv(Unexp* msg, void* buf, uint64_t len, rdmx_completion_fn cb, void* user, Req** out);
+  int cancel(Req* r);
+  void release(Req* r);
+
+  const rdmx_stats_t& stats() const { return stats_; }
+  const std::string& last_error() const { return last_error_; }
+  int32_t rank() const { return rank_; }
+  F& fabric() { return fabric_; }
+
+  // Fabric callbacks (engine_connect.h, engine_recv.h, engine_rndv.h, engine_failure.h).
+  void on_connect_request(typename F::ConnRequest* req, const uint8_t* pdata, size_t len);
+  void on_established(void* user, const fabric::ConnAttrs& attrs, const uint8_t* pdata, size_t len);
+  void on_rejected(void* user, const uint8_t* pdata, size_t len, const char* why);
+  void on_conn_error(void* user, fabric::Failure f, const char* why);
+  void on_recv(void* user, uint64_t wr, uint32_t len);
+  void on_send_done(void* user, uint64_t wr);
+  void on_read_done(void* user, uint64_t wr);
+  void on_wr_error(void* user, uint64_t wr, fabric::Failure f, const char* why);
+
+ private:
+  // Work request ids: the kind in the top byte, then an index or request id.
+  enum WrKind : uint64_t { kWrRecv = 1, kWrInline = 2, kWrBounce = 3, kWrRead = 4 };
+  static uint64_t wr_id(WrKind k, uint64_t v) { return uint64_t(k) << 56 | v; }
+  static WrKind wr_kind(uint64_t wr) { return WrKind(wr >> 56); }
+  static uint64_t wr_value(uint64_t wr) { return wr & ((uint64_t(1) << 56) - 1); }
+  static constexpr uint32_t kCtrlCredits = 4;
+
+  // Connections (engine_connect.h).
+  void connect_peer(Peer<F>& p);
+  bool setup_link(Link<F>& l, std::string& err);
+  void retire(std::unique_ptr<Link<F>> l);
+  void check_connect_timeouts();
+
+  // Sending (engine_send.h).
+  bool can_send(const Link<F>& l) const {
+    return l.state == Link<F>::State::Open && l.may_send && l.credits > 0 &&
+           l.sq_used < l.attrs.max_send_wr;
+  }
+  bool transmit(Peer<F>& p, Req& r);
+  bool post(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len, const void* payload,
+            uint64_t payload_len, bool ctrl);
+  void pump(Peer<F>& p);
+  void queue_control(Peer<F>& p, wire::Type t, uint64_t sender_request);
+  void send_to_self(Req& r);
+  int take_bounce();
+
+  // Receiving and matching (engine_recv.h).
+  void handle_eager(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
+  void handle_rts(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
+  void handle_done(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
+  void consume(Req& r, Unexp& u);
+  void deliver(Req& r, int32_t source, int32_t tag, const void* data, uint64_t len);
+  void complete(Req& r);
+  void fill_status(const Unexp& u, rdmx_status_info_t* st) const;
+
+  // Rendezvous (engine_rndv.h).
+  void start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint64_t msg_len,
+                  const RemoteData& remote);
+  void schedule_reads(Link<F>& l);
+  void finish_read(Req& r);
+
+  // Failures (engine_failure.h).
+  void fail_link(Link<F>& l, int code, const std::string& why);
+  void fail_peer(Peer<F>& p, int code, const std::string& why);
+  void fail_request(Req& r, int code);
+  int error(int code, const std::string& what);
+
+  int32_t rank_ = 0;
+  int32_t size_ = 0;
+  uint64_t job_key_ = 0;
+  Settings settings_;
+  uint32_t recv_buf_size_ = 0;
+  uint64_t progress_calls_ = 0;
+  uint32_t connecting_ = 0;
+
+  std::vector<Peer<F>> peers_;
+  std::vector<std::unique_ptr<Link<F>>> graveyard_;  // closed links, kept for late completions
+  PostedQueue posted_;
+  UnexpectedQueue unexpected_;
+  ObjectPool<Req> requests_;
+  ObjectPool<Unexp> unexpected_pool_;
+  PayloadPool payloads_;
+
+  // Bounce buffers for eager sends that are too large to go inline.
+  AlignedBuffer bounce_mem_;
+  typename F::Region bounce_region_{};
+  bool bounce_registered_ = false;
+  std::vector<uint32_t> bounce_free_;
+  std::vector<Peer<F>*> bounce_waiters_;
+
+  rdmx_stats_t stats_{};
+  std::string last_error_;
+
+  F fabric_;  // last: destroyed first, before the memory it may still touch
+};
+
+}  // namespace rdmx::engine

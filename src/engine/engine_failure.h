@@ -1,0 +1,100 @@
+// Failures: a work request or connection error fails its link, and a failed link
+// fails every request that depended on that peer, with the peer and cause in words.
+#pragma once
+
+#include "core/log.h"
+#include "engine/engine.h"
+#include "fabric/fabric.h"
+
+namespace rdmx::engine {
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::on_wr_error(void* user, uint64_t wr, fabric::Failure f, const char* why) {
+  auto* l = static_cast<Link<F>*>(user);
+  switch (wr_kind(wr)) {
+    case kWrRecv: break;
+    case kWrRead:
+      --l->sq_used;
+      --l->reads_outstanding;
+      break;
+    case kWrBounce:
+      bounce_free_.push_back(uint32_t(wr_value(wr)));
+      --l->sq_used;
+      break;
+    default: --l->sq_used; break;
+  }
+  if (l->state == Link<F>::State::Closed) return;  // flushes after a failure we handled
+  fail_link(*l, f == fabric::Failure::RemoteAccess ? RDMX_ERR_PROTOCOL : RDMX_ERR_PEER_LOST,
+            "connection to rank " + std::to_string(l->peer->rank) + " failed: " + why);
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::on_conn_error(void* user, fabric::Failure f, const char* why) {
+  auto* l = static_cast<Link<F>*>(user);
+  if (l->state == Link<F>::State::Closed) return;
+  bool connecting = l->state == Link<F>::State::Connecting;
+  int code = f == fabric::Failure::Unreachable ? RDMX_ERR_UNREACHABLE : RDMX_ERR_PEER_LOST;
+  fail_link(*l, code,
+            std::string(connecting ? "connecting to rank " : "connection to rank ") +
+                std::to_string(l->peer->rank) + " failed: " + why);
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::fail_link(Link<F>& l, int code, const std::string& why) {
+  if (l.state == Link<F>::State::Closed) return;
+  if (l.state == Link<F>::State::Connecting) --connecting_;
+  l.state = Link<F>::State::Closed;
+  fabric_.disconnect(l.conn);
+  Peer<F>& p = *l.peer;
+  if (p.link.get() != &l) return;
+  graveyard_.push_back(std::move(p.link));
+  fail_peer(p, code, why);
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::fail_peer(Peer<F>& p, int code, const std::string& why) {
+  if (p.failed) return;
+  p.failed = true;
+  p.failure_code = code;
+  p.failure = why;
+  last_error_ = why;
+  // A peer that goes away with nothing pending (it finalized first) is not an error.
+  bool pending = !p.backlog.empty() || !p.inflight.empty() || !p.control.empty();
+  if (pending)
+    RDMX_LOG(LogLevel::Error, rank_, "%s", why.c_str());
+  else
+    RDMX_LOG(LogLevel::Info, rank_, "%s", why.c_str());
+  p.control.clear();
+  while (!p.backlog.empty()) {
+    Req& r = *static_cast<Req*>(p.backlog.first->owner);
+    r.queue_node.unlink();
+    fail_request(r, code);
+  }
+  while (!p.inflight.empty()) {
+    Req& r = *static_cast<Req*>(p.inflight.first->owner);
+    r.peer_node.unlink();
+    fail_request(r, code);
+  }
+}
+
+// Completes r with an error, undoing whatever it holds.
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::fail_request(Req& r, int code) {
+  if (r.state == Req::State::Posted) posted_.remove(r);
+  r.queue_node.unlink();
+  r.peer_node.unlink();
+  if (r.registered) {
+    fabric_.dereg(r.region);
+    r.registered = false;
+  }
+  r.status.error = code;
+  if (r.kind == Req::Kind::Recv) r.status.length = 0;
+  complete(r);
+}
+
+}  // namespace rdmx::engine

@@ -1,0 +1,11 @@
+// Every member of Engine<F>: included once per backend, by the file that instantiates
+// the engine for it.
+#pragma once
+
+#include "engine/engine.h"
+#include "engine/engine_connect.h"
+#include "engine/engine_failure.h"
+#include "engine/engine_recv.h"
+#include "engine/engine_rndv.h"
+#include "engine/engine_send.h"
+#include "engine/engine_setup.h"

@@ -1,0 +1,323 @@
+// The receive side: arriving messages, matching against posted receives, the
+// unexpected queue, probes, matched probes and cancel.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/engine.h"
+
+namespace rdmx::engine {
+
+template <class F>
+requires fabric::Fabric<F>
+int Engine<F>::irecv(int32_t source, uint32_t cid, int32_t tag, void* buf, uint64_t len,
+                     rdmx_completion_fn cb, void* user, Req** out) {
+  if (source != RDMX_ANY_SOURCE && (source < 0 || source >= size_))
+    return error(RDMX_ERR_INVALID, "irecv: source rank " + std::to_string(source) +
+                                       " is outside 0.." + std::to_string(size_ - 1) +
+                                       " and not RDMX_ANY_SOURCE");
+  if (!buf && len)
+    return error(RDMX_ERR_INVALID, "irecv: a null buffer with length " + std::to_string(len));
+  Req& r = *requests_.get();
+  r.kind = Req::Kind::Recv;
+  r.state = Req::State::Idle;
+  r.sync = false;
+  r.freed = false;
+  r.registered = false;
+  r.cb = cb;
+  r.user = user;
+  r.status = {source, tag, 0, 0, RDMX_OK};
+  r.buf = buf;
+  r.len = len;
+  r.peer = source;
+  r.cid = cid;
+  r.tag = tag;
+  r.link = nullptr;
+  *out = &r;
+  if (Unexp* u = static_cast<Unexp*>(unexpected_.find(cid, source, tag))) {
+    unexpected_.remove(*u);
+    consume(r, *u);
+    return RDMX_OK;
+  }
+  if (source != RDMX_ANY_SOURCE) {
+    Peer<F>& p = peers_[size_t(source)];
+    if (p.failed) {
+      fail_request(r, p.failure_code);
+      return RDMX_OK;
+    }
+    r.peer_node.owner = &r;
+    r.peer_node.push_back(p.inflight);
+  }
+  r.state = Req::State::Posted;
+  posted_.post(r, cid, source, tag);
+  return RDMX_OK;
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::on_recv(void* user, uint64_t wr, uint32_t len) {
+  auto* l = static_cast<Link<F>*>(user);
+  if (l->state == Link<F>::State::Closed) return;
+  uint64_t index = wr_value(wr);
+  const uint8_t* b = l->recv_buf(index);
+  Peer<F>& p = *l->peer;
+  wire::Header h;
+  if (len < sizeof h) {
+    fail_link(*l, RDMX_ERR_PROTOCOL,
+              "rank " + std::to_string(p.rank) + " sent a " + std::to_string(len) +
+                  "-byte message, shorter than a header");
+    return;
+  }
+  std::memcpy(&h, b, sizeof h);
+  if (h.version() != wire::kVersion || h.seq != l->recv_seq || h.source != p.rank) {
+    fail_link(*l, RDMX_ERR_PROTOCOL,
+              "rank " + std::to_string(p.rank) + " sent a message with version " +
+                  std::to_string(h.version()) + ", sequence " + std::to_string(h.seq) +
+                  " (expected " + std::to_string(l->recv_seq) + "), source " +
+                  std::to_string(h.source));
+    return;
+  }
+  ++l->recv_seq;
+  l->credits += h.credits;
+  l->ctrl_credits += h.ctrl_credits;
+  l->may_send = true;
+  bool ctrl = false;
+  switch (h.type()) {
+    case wire::Type::Eager: handle_eager(*l, h, b, len); break;
+    case wire::Type::Rts: handle_rts(*l, h, b, len); break;
+    case wire::Type::Fin:
+    case wire::Type::SyncAck: handle_done(*l, h, b, len); break;
+    case wire::Type::Credit: ctrl = true; break;
+    case wire::Type::Hello: break;
+    default:
+      fail_link(*l, RDMX_ERR_PROTOCOL,
+                "rank " + std::to_string(p.rank) + " sent a message of unknown type " +
+                    std::to_string(int(h.type())));
+  }
+  if (l->state != Link<F>::State::Open) return;
+  if (int rc =
+          fabric_.post_recv(l->conn, l->recv_buf(index), l->recv_buf_size, l->recv_region, wr)) {
+    fail_link(*l, rc, "reposting a receive buffer for rank " + std::to_string(p.rank) + " failed");
+    return;
+  }
+  if (ctrl)
+    ++l->ctrl_to_return;
+  else if (++l->to_return >= std::max(1u, l->credit_window / 2))
+    l->credit_due = true;
+  pump(p);
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::handle_eager(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len) {
+  uint32_t off = sizeof h;
+  wire::ReqRef ref{0};
+  bool sync = h.flags & wire::kSync;
+  if (sync) {
+    std::memcpy(&ref, b + off, std::min<size_t>(sizeof ref, len - off));
+    off += sizeof ref;
+  }
+  if (len < off || len - off != h.length) {
+    fail_link(l, RDMX_ERR_PROTOCOL,
+              "rank " + std::to_string(l.peer->rank) +
+                  " sent an eager message whose length field says " + std::to_string(h.length) +
+                  " bytes but " + std::to_string(len) + " arrived");
+    return;
+  }
+  Peer<F>& p = *l.peer;
+  if (Req* r = static_cast<Req*>(posted_.match(h.context_id, p.rank, h.tag))) {
+    r->peer_node.unlink();
+    deliver(*r, p.rank, h.tag, b + off, h.length);
+    if (sync) queue_control(p, wire::Type::SyncAck, ref.sender_request);
+    return;
+  }
+  Unexp& u = *unexpected_pool_.get();
+  u.rendezvous = false;
+  u.sync = sync;
+  u.claimed = false;
+  u.length = h.length;
+  u.remote = {0, 0, ref.sender_request};
+  u.link = &l;
+  u.self_send = nullptr;
+  u.payload = payloads_.get(h.length);
+  if (h.length) std::memcpy(u.payload.data, b + off, h.length);
+  ++stats_.unexpected;
+  unexpected_.add(u, h.context_id, p.rank, h.tag);
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::handle_rts(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len) {
+  wire::RtsBody rts;
+  if (len != sizeof h + sizeof rts) {
+    fail_link(l, RDMX_ERR_PROTOCOL,
+              "rank " + std::to_string(l.peer->rank) + " sent a malformed rendezvous request");
+    return;
+  }
+  std::memcpy(&rts, b + sizeof h, sizeof rts);
+  RemoteData remote{rts.address, rts.key, rts.sender_request};
+  int32_t src = l.peer->rank;
+  if (Req* r = static_cast<Req*>(posted_.match(h.context_id, src, h.tag))) {
+    r->peer_node.unlink();
+    start_read(*r, &l, src, h.tag, h.length, remote);
+    return;
+  }
+  Unexp& u = *unexpected_pool_.get();
+  u.rendezvous = true;
+  u.sync = false;
+  u.claimed = false;
+  u.length = h.length;
+  u.remote = remote;
+  u.link = &l;
+  u.self_send = nullptr;
+  u.payload = {};
+  ++stats_.unexpected;
+  unexpected_.add(u, h.context_id, src, h.tag);
+}
+
+// FIN or SyncAck: a send of ours is done.
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::handle_done(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len) {
+  wire::ReqRef ref;
+  Req* r = nullptr;
+  auto want = h.type() == wire::Type::Fin ? Req::State::WaitFin : Req::State::WaitAck;
+  if (len == sizeof h + sizeof ref) {
+    std::memcpy(&ref, b + sizeof h, sizeof ref);
+    r = requests_.find(ref.sender_request);
+  }
+  if (!r || r->kind != Req::Kind::Send || r->state != want || r->peer != l.peer->rank) {
+    fail_link(
+        l, RDMX_ERR_PROTOCOL,
+        "rank " + std::to_string(l.peer->rank) + " acknowledged a send that is not waiting for it");
+    return;
+  }
+  r->peer_node.unlink();
+  if (r->registered) {
+    fabric_.dereg(r->region);
+    r->registered = false;
+  }
+  complete(*r);
+}
+
+// Receive r takes message u out of the unexpected queue.
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::consume(Req& r, Unexp& u) {
+  if (u.self_send) {
+    Req& s = *u.self_send;
+    deliver(r, u.source, u.tag, s.buf, s.len);
+    complete(s);
+  } else if (!u.rendezvous) {
+    deliver(r, u.source, u.tag, u.payload.data, u.length);
+    if (u.sync) queue_control(*u.link->peer, wire::Type::SyncAck, u.remote.sender_request);
+    payloads_.put(u.payload);
+  } else {
+    start_read(r, u.link, u.source, u.tag, u.length, u.remote);
+  }
+  unexpected_pool_.put(&u);
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::deliver(Req& r, int32_t source, int32_t tag, const void* data, uint64_t len) {
+  uint64_t n = std::min(len, r.len);
+  if (n) std::memcpy(r.buf, data, n);
+  r.peer = source;
+  r.status = {source, tag, n, len, len > r.len ? RDMX_ERR_TRUNCATED : RDMX_OK};
+  complete(r);
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::complete(Req& r) {
+  r.state = Req::State::Done;
+  if (r.freed) {
+    requests_.put(&r);
+    return;
+  }
+  if (r.cb) r.cb(r.handle(), &r.status, r.user);
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::release(Req* r) {
+  if (r->state == Req::State::Done || r->state == Req::State::Idle)
+    requests_.put(r);
+  else
+    r->freed = true;
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::fill_status(const Unexp& u, rdmx_status_info_t* st) const {
+  if (st) *st = {u.source, u.tag, u.length, u.length, RDMX_OK};
+}
+
+template <class F>
+requires fabric::Fabric<F>
+int Engine<F>::iprobe(int32_t source, uint32_t cid, int32_t tag, int* found,
+                      rdmx_status_info_t* st) {
+  auto* u = static_cast<Unexp*>(unexpected_.find(cid, source, tag));
+  if (!u) {
+    progress();
+    u = static_cast<Unexp*>(unexpected_.find(cid, source, tag));
+  }
+  *found = u != nullptr;
+  if (u) fill_status(*u, st);
+  return RDMX_OK;
+}
+
+template <class F>
+requires fabric::Fabric<F>
+int Engine<F>::improbe(int32_t source, uint32_t cid, int32_t tag, int* found, Unexp** msg,
+                       rdmx_status_info_t* st) {
+  int rc = iprobe(source, cid, tag, found, st);
+  if (rc || !*found) return rc;
+  auto* u = static_cast<Unexp*>(unexpected_.find(cid, source, tag));
+  unexpected_.remove(*u);
+  u->claimed = true;
+  *msg = u;
+  return RDMX_OK;
+}
+
+template <class F>
+requires fabric::Fabric<F>
+int Engine<F>::imrecv(Unexp* u, void* buf, uint64_t len, rdmx_completion_fn cb, void* user,
+                      Req** out) {
+  if (!u || !u->claimed || (u->pool_gen & 1) == 0)
+    return error(RDMX_ERR_INVALID, "imrecv: the message was not claimed by improbe");
+  if (!buf && len)
+    return error(RDMX_ERR_INVALID, "imrecv: a null buffer with length " + std::to_string(len));
+  Req& r = *requests_.get();
+  r.kind = Req::Kind::Recv;
+  r.state = Req::State::Idle;
+  r.freed = false;
+  r.registered = false;
+  r.cb = cb;
+  r.user = user;
+  r.buf = buf;
+  r.len = len;
+  r.cid = u->cid;
+  r.tag = u->tag;
+  r.link = nullptr;
+  *out = &r;
+  u->claimed = false;
+  consume(r, *u);
+  return RDMX_OK;
+}
+
+template <class F>
+requires fabric::Fabric<F>
+int Engine<F>::cancel(Req* r) {
+  if (r->kind != Req::Kind::Recv || r->state != Req::State::Posted) return RDMX_OK;
+  posted_.remove(*r);
+  r->peer_node.unlink();
+  r->status.error = RDMX_ERR_CANCELLED;
+  r->status.length = 0;
+  complete(*r);
+  return RDMX_OK;
+}
+
+}  // namespace rdmx::engine

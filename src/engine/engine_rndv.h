@@ -1,0 +1,101 @@
+// The rendezvous receiver: pull the message with RDMA READs in chunks, never more in
+// flight on a connection than its negotiated initiator depth, then send FIN.
+#pragma once
+
+#include <algorithm>
+
+#include "engine/engine.h"
+
+namespace rdmx::engine {
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint64_t msg_len,
+                           const RemoteData& remote) {
+  r.peer = source;
+  r.remote = remote;
+  r.link = l;
+  r.read_len = std::min(r.len, msg_len);
+  r.read_posted = 0;
+  r.reads_in_flight = 0;
+  r.status = {source, tag, r.read_len, msg_len, msg_len > r.len ? RDMX_ERR_TRUNCATED : RDMX_OK};
+  Peer<F>& p = *l->peer;
+  if (l->state != Link<F>::State::Open) {
+    fail_request(r, p.failed ? p.failure_code : RDMX_ERR_PEER_LOST);
+    return;
+  }
+  if (r.read_len == 0) {
+    queue_control(p, wire::Type::Fin, remote.sender_request);
+    complete(r);
+    return;
+  }
+  std::string err;
+  if (int rc = fabric_.reg(r.buf, r.read_len, fabric::kLocalWrite, r.region, err)) {
+    error(rc,
+          "registering a " + std::to_string(r.read_len) + "-byte receive buffer failed: " + err);
+    queue_control(p, wire::Type::Fin, remote.sender_request);  // release the sender anyway
+    fail_request(r, rc);
+    return;
+  }
+  r.registered = true;
+  r.state = Req::State::Reading;
+  r.peer_node.owner = &r;
+  r.peer_node.push_back(p.inflight);
+  r.queue_node.owner = &r;
+  r.queue_node.push_back(l->read_queue);
+  schedule_reads(*l);
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::schedule_reads(Link<F>& l) {
+  uint64_t max_chunk = std::min<uint64_t>(settings_.rndv_chunk, l.attrs.max_msg_size);
+  while (!l.read_queue.empty() && l.reads_outstanding < l.attrs.initiator_depth &&
+         l.sq_used < l.attrs.max_send_wr && l.state == Link<F>::State::Open) {
+    Req& r = *static_cast<Req*>(l.read_queue.first->owner);
+    uint64_t chunk = std::min(max_chunk, r.read_len - r.read_posted);
+    auto* dst = static_cast<uint8_t*>(r.buf) + r.read_posted;
+    int rc = fabric_.read(l.conn, dst, chunk, r.region, r.remote.address + r.read_posted,
+                          r.remote.key, wr_id(kWrRead, ObjectPool<Req>::id_of(&r)));
+    if (rc) {
+      fail_link(l, rc,
+                "posting an RDMA READ from rank " + std::to_string(l.peer->rank) + " failed");
+      return;
+    }
+    r.read_posted += chunk;
+    ++r.reads_in_flight;
+    ++l.sq_used;
+    ++stats_.rdma_reads;
+    if (++l.reads_outstanding > stats_.max_reads_outstanding)
+      stats_.max_reads_outstanding = l.reads_outstanding;
+    if (r.read_posted == r.read_len) r.queue_node.unlink();
+  }
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::on_read_done(void* user, uint64_t wr) {
+  auto* l = static_cast<Link<F>*>(user);
+  --l->sq_used;
+  --l->reads_outstanding;
+  Req* r = requests_.find(wr_value(wr));
+  if (r && r->state == Req::State::Reading && --r->reads_in_flight == 0 &&
+      r->read_posted == r->read_len)
+    finish_read(*r);
+  if (l->state == Link<F>::State::Open) {
+    schedule_reads(*l);
+    pump(*l->peer);
+  }
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::finish_read(Req& r) {
+  r.peer_node.unlink();
+  fabric_.dereg(r.region);
+  r.registered = false;
+  queue_control(*r.link->peer, wire::Type::Fin, r.remote.sender_request);
+  complete(r);
+}
+
+}  // namespace rdmx::engine

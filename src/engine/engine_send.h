@@ -1,0 +1,262 @@
+// The send side: eager messages (inline or through a bounce buffer), rendezvous
+// requests-to-send, control messages, and the credit rules that decide when each may
+// go on the wire.
+#pragma once
+
+#include <cstring>
+
+#include "engine/engine.h"
+
+namespace rdmx::engine {
+
+template <class F>
+requires fabric::Fabric<F>
+int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void* buf, uint64_t len,
+                     uint32_t flags, rdmx_completion_fn cb, void* user, Req** out) {
+  if (dest < 0 || dest >= size_)
+    return error(RDMX_ERR_INVALID, "isend: destination rank " + std::to_string(dest) +
+                                       " is outside 0.." + std::to_string(size_ - 1));
+  if (tag == RDMX_ANY_TAG)
+    return error(RDMX_ERR_INVALID, "isend: RDMX_ANY_TAG is not a valid tag for a send");
+  if (!buf && len)
+    return error(RDMX_ERR_INVALID, "isend: a null buffer with length " + std::to_string(len));
+  if (flags & ~RDMX_SEND_SYNC)
+    return error(RDMX_ERR_INVALID, "isend: unknown flags " + std::to_string(flags));
+  Req& r = *requests_.get();
+  r.kind = Req::Kind::Send;
+  r.state = Req::State::Idle;
+  r.sync = flags & RDMX_SEND_SYNC;
+  r.freed = false;
+  r.registered = false;
+  r.cb = cb;
+  r.user = user;
+  r.status = {dest, tag, len, len, RDMX_OK};
+  r.buf = const_cast<void*>(buf);
+  r.len = len;
+  r.peer = dest;
+  r.cid = cid;
+  r.tag = tag;
+  *out = &r;
+  if (dest == rank_) {
+    send_to_self(r);
+    return RDMX_OK;
+  }
+  Peer<F>& p = peers_[size_t(dest)];
+  if (p.failed) {
+    fail_request(r, p.failure_code);
+    return RDMX_OK;
+  }
+  if (len > settings_.eager_limit) {
+    std::string err;
+    if (int rc = fabric_.reg(r.buf, len, fabric::kRemoteRead, r.region, err)) {
+      requests_.put(&r);
+      return error(rc, "isend: registering " + std::to_string(len) + " bytes for rank " +
+                           std::to_string(dest) + " failed: " + err);
+    }
+    r.registered = true;
+  }
+  if (p.backlog.empty() && p.link && transmit(p, r)) return RDMX_OK;
+  r.state = Req::State::Backlog;
+  r.queue_node.owner = &r;
+  r.queue_node.push_back(p.backlog);
+  if (!p.link)
+    connect_peer(p);
+  else
+    pump(p);
+  return RDMX_OK;
+}
+
+// Puts r on the wire if the link allows it now; false leaves r where it is.
+template <class F>
+requires fabric::Fabric<F>
+bool Engine<F>::transmit(Peer<F>& p, Req& r) {
+  Link<F>& l = *p.link;
+  if (!can_send(l)) return false;
+  wire::Header h{};
+  h.length = r.len;
+  h.context_id = r.cid;
+  h.source = rank_;
+  h.tag = r.tag;
+  uint64_t id = ObjectPool<Req>::id_of(&r);
+  bool sent;
+  if (!r.registered) {
+    h.version_type = wire::Header::make_vt(wire::Type::Eager);
+    wire::ReqRef ref{id};
+    if (r.sync) h.flags = wire::kSync;
+    sent = post(l, h, r.sync ? &ref : nullptr, r.sync ? sizeof ref : 0, r.buf, r.len, false);
+    if (sent) {
+      ++stats_.eager_sends;
+      r.queue_node.unlink();
+      if (r.sync) {
+        r.state = Req::State::WaitAck;
+        r.peer_node.owner = &r;
+        r.peer_node.push_back(p.inflight);
+      } else {
+        complete(r);
+      }
+    }
+  } else {
+    h.version_type = wire::Header::make_vt(wire::Type::Rts);
+    wire::RtsBody rts{r.region.remote_address(r.buf), r.region.key(), id};
+    sent = post(l, h, &rts, sizeof rts, nullptr, 0, false);
+    if (sent) {
+      ++stats_.rndv_sends;
+      r.queue_node.unlink();
+      r.state = Req::State::WaitFin;
+      r.peer_node.owner = &r;
+      r.peer_node.push_back(p.inflight);
+    }
+  }
+  return sent;
+}
+
+// Posts one message: header, optional extra body, optional payload. Piggybacks the
+// credits this side owes. ctrl: a credit message, drawn from the control credits.
+template <class F>
+requires fabric::Fabric<F>
+bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len,
+                     const void* payload, uint64_t payload_len, bool ctrl) {
+  uint64_t total = sizeof h + extra_len + payload_len;
+  bool inline_ok = total <= l.attrs.max_inline;
+  int bounce = -1;
+  if (!inline_ok) {
+    bounce = take_bounce();
+    if (bounce < 0) {
+      bounce_waiters_.push_back(l.peer);
+      return false;
+    }
+  }
+  h.seq = l.send_seq++;
+  h.credits = uint16_t(l.to_return);
+  h.ctrl_credits = uint8_t(l.ctrl_to_return);
+  l.to_return = 0;
+  l.ctrl_to_return = 0;
+  l.credit_due = false;
+  if (ctrl)
+    --l.ctrl_credits;
+  else
+    --l.credits;
+  ++l.sq_used;
+  int rc;
+  if (inline_ok) {
+    fabric::Sge sge[3] = {{&h, sizeof h, nullptr},
+                          {extra, extra_len, nullptr},
+                          {payload, uint32_t(payload_len), nullptr}};
+    int n = 1;
+    if (extra_len) sge[n++] = sge[1];
+    if (payload_len) sge[n++] = sge[2];
+    ++stats_.inline_sends;
+    rc = fabric_.send(l.conn, sge, n, true, wr_id(kWrInline, 0));
+  } else {
+    uint8_t* b = bounce_mem_.get() + size_t(bounce) * recv_buf_size_;
+    std::memcpy(b, &h, sizeof h);
+    if (extra_len) std::memcpy(b + sizeof h, extra, extra_len);
+    if (payload_len) std::memcpy(b + sizeof h + extra_len, payload, payload_len);
+    fabric::Sge sge{b, uint32_t(total), bounce_region_.desc()};
+    rc = fabric_.send(l.conn, &sge, 1, false, wr_id(kWrBounce, uint64_t(bounce)));
+  }
+  if (rc != RDMX_OK) {
+    --l.sq_used;
+    if (bounce >= 0) bounce_free_.push_back(uint32_t(bounce));
+    fail_link(l, rc, "posting a send to rank " + std::to_string(l.peer->rank) + " failed");
+    return false;
+  }
+  return true;
+}
+
+template <class F>
+requires fabric::Fabric<F>
+int Engine<F>::take_bounce() {
+  if (bounce_free_.empty()) return -1;
+  int b = int(bounce_free_.back());
+  bounce_free_.pop_back();
+  return b;
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::queue_control(Peer<F>& p, wire::Type t, uint64_t sender_request) {
+  if (p.failed) return;
+  p.control.push({uint8_t(t), sender_request});
+  pump(p);
+}
+
+// Sends what can go: control messages first, then the backlog in order, then an
+// explicit credit return if one is due and nothing carried it.
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::pump(Peer<F>& p) {
+  Link<F>* l = p.link.get();
+  if (!l) return;
+  while (can_send(*l)) {
+    if (!p.control.empty()) {
+      Control c = p.control.front();
+      wire::Header h{};
+      h.version_type = wire::Header::make_vt(wire::Type(c.type));
+      h.source = rank_;
+      wire::ReqRef ref{c.sender_request};
+      if (!post(*l, h, &ref, sizeof ref, nullptr, 0, false)) return;
+      p.control.pop();
+      continue;
+    }
+    if (p.backlog.empty()) break;
+    if (!transmit(p, *static_cast<Req*>(p.backlog.first->owner))) return;
+  }
+  if (l->credit_due && l->state == Link<F>::State::Open && l->may_send && l->ctrl_credits > 0 &&
+      l->sq_used < l->attrs.max_send_wr && (l->to_return || l->ctrl_to_return)) {
+    wire::Header h{};
+    h.version_type = wire::Header::make_vt(wire::Type::Credit);
+    h.source = rank_;
+    if (post(*l, h, nullptr, 0, nullptr, 0, true)) ++stats_.credit_messages;
+  } else if (!l->credits && !p.backlog.empty()) {
+    ++stats_.credit_stalls;
+  }
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::on_send_done(void* user, uint64_t wr) {
+  auto* l = static_cast<Link<F>*>(user);
+  --l->sq_used;
+  if (wr_kind(wr) == kWrBounce) {
+    bounce_free_.push_back(uint32_t(wr_value(wr)));
+    if (!bounce_waiters_.empty()) {
+      std::vector<Peer<F>*> waiting;
+      waiting.swap(bounce_waiters_);
+      for (Peer<F>* p : waiting) pump(*p);
+    }
+  }
+  if (l->state == Link<F>::State::Open && l->peer->link.get() == l) pump(*l->peer);
+}
+
+// A message to this rank itself never touches the fabric: it is matched here.
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::send_to_self(Req& r) {
+  if (Req* rr = static_cast<Req*>(posted_.match(r.cid, rank_, r.tag))) {
+    rr->peer_node.unlink();
+    deliver(*rr, rank_, r.tag, r.buf, r.len);
+    complete(r);
+    return;
+  }
+  Unexp& u = *unexpected_pool_.get();
+  u.rendezvous = false;
+  u.sync = false;
+  u.claimed = false;
+  u.length = r.len;
+  u.link = nullptr;
+  u.self_send = nullptr;
+  u.payload = {};
+  if (r.len <= settings_.eager_limit && !r.sync) {
+    u.payload = payloads_.get(r.len);
+    if (r.len) std::memcpy(u.payload.data, r.buf, r.len);
+    complete(r);
+  } else {
+    u.self_send = &r;  // large or synchronous: completes when it is matched
+    r.state = Req::State::WaitFin;
+  }
+  ++stats_.unexpected;
+  unexpected_.add(u, r.cid, rank_, r.tag);
+}
+
+}  // namespace rdmx::engine

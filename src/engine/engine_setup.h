@@ -1,0 +1,112 @@
+// Engine setup, progress and teardown.
+#pragma once
+
+#include <chrono>
+#include <cstring>
+
+#include "core/log.h"
+#include "engine/engine.h"
+
+namespace rdmx::engine {
+
+template <class F>
+requires fabric::Fabric<F>
+int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings& s,
+                    std::string& err) {
+  if (size < 1 || rank < 0 || rank >= size) {
+    err = "rank " + std::to_string(rank) + " of size " + std::to_string(size) +
+          " is not valid: need size >= 1 and 0 <= rank < size";
+    return RDMX_ERR_INVALID;
+  }
+  rank_ = rank;
+  size_ = size;
+  job_key_ = job_key;
+  settings_ = s;
+  set_log_level(int(s.verbose));
+  peers_.resize(size_t(size));
+  for (int32_t i = 0; i < size; ++i) peers_[size_t(i)].rank = i;
+  recv_buf_size_ = uint32_t(sizeof(wire::Header) + sizeof(wire::ReqRef) + s.eager_limit);
+  if (recv_buf_size_ < wire::kMaxControlBytes) recv_buf_size_ = wire::kMaxControlBytes;
+  recv_buf_size_ = (recv_buf_size_ + 63) & ~63u;
+
+  int rc = fabric_.open(s, rank, err);
+  if (rc) return rc;
+
+  constexpr uint32_t kBounce = 256;
+  bounce_mem_ = alloc_aligned(size_t(kBounce) * recv_buf_size_);
+  if (!bounce_mem_) {
+    err = "out of memory for send buffers";
+    return RDMX_ERR_NO_MEMORY;
+  }
+  rc = fabric_.reg(bounce_mem_.get(), size_t(kBounce) * recv_buf_size_, fabric::kLocalWrite,
+                   bounce_region_, err);
+  if (rc) return rc;
+  bounce_registered_ = true;
+  for (uint32_t i = kBounce; i-- > 0;) bounce_free_.push_back(i);
+  return RDMX_OK;
+}
+
+template <class F>
+requires fabric::Fabric<F>
+int Engine<F>::add_peer(int32_t rank, const void* addr, size_t len) {
+  if (rank < 0 || rank >= size_)
+    return error(RDMX_ERR_INVALID, "add_peer: rank " + std::to_string(rank) + " is outside 0.." +
+                                       std::to_string(size_ - 1));
+  if (!addr || len == 0 || len > 4096)
+    return error(RDMX_ERR_INVALID, "add_peer: an address of " + std::to_string(len) +
+                                       " bytes for rank " + std::to_string(rank) +
+                                       " (1..4096 accepted)");
+  auto* b = static_cast<const uint8_t*>(addr);
+  peers_[size_t(rank)].address.assign(b, b + len);
+  return RDMX_OK;
+}
+
+template <class F>
+requires fabric::Fabric<F>
+int Engine<F>::progress() {
+  int n = fabric_.progress(*this);
+  if (connecting_ && (++progress_calls_ & 63) == 0) check_connect_timeouts();
+  return n;
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::finalize() {
+  // Let sends already handed to the fabric finish (bounded), so that a message sent
+  // just before finalize is not cut off with the connection.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    bool busy = false;
+    for (auto& p : peers_)
+      if (p.link && p.link->state == Link<F>::State::Open &&
+          (p.link->sq_used > 0 || (!p.backlog.empty() && !p.failed)))
+        busy = true;
+    if (!busy || std::chrono::steady_clock::now() > deadline) break;
+    progress();
+  }
+  for (auto& p : peers_) {
+    if (p.link && p.link->state != Link<F>::State::Closed) {
+      p.link->state = Link<F>::State::Closed;
+      fabric_.disconnect(p.link->conn);
+    }
+  }
+}
+
+template <class F>
+requires fabric::Fabric<F> Engine<F>::~Engine() {
+  for (auto& p : peers_)
+    if (p.link && p.link->recv_registered) fabric_.dereg(p.link->recv_region);
+  for (auto& l : graveyard_)
+    if (l->recv_registered) fabric_.dereg(l->recv_region);
+  if (bounce_registered_) fabric_.dereg(bounce_region_);
+}
+
+template <class F>
+requires fabric::Fabric<F>
+int Engine<F>::error(int code, const std::string& what) {
+  last_error_ = what;
+  RDMX_LOG(LogLevel::Error, rank_, "%s", what.c_str());
+  return code;
+}
+
+}  // namespace rdmx::engine

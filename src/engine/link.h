@@ -1,0 +1,74 @@
+// One connection to a peer (a Link) and everything kept per peer rank (a Peer).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "core/ring.h"
+#include "fabric/fabric.h"
+#include "match/intrusive_list.h"
+
+namespace rdmx::engine {
+
+template <class F>
+struct Peer;
+
+template <class F>
+struct Link {
+  enum class State : uint8_t { Connecting, Open, Closed };
+
+  Peer<F>* peer = nullptr;
+  typename F::Conn* conn = nullptr;
+  State state = State::Connecting;
+  bool active = false;      // this side connected; it speaks first
+  bool may_send = false;    // passive side: only after the active side's first message
+  bool credit_due = false;  // an explicit credit message should go out
+  fabric::ConnAttrs attrs{};
+  std::chrono::steady_clock::time_point started{};
+
+  // Flow control: what the peer lets this side send, and what this side owes it.
+  uint32_t credits = 0;
+  uint32_t ctrl_credits = 0;
+  uint32_t to_return = 0;
+  uint32_t ctrl_to_return = 0;
+  uint32_t credit_window = 0;  // regular buffers posted here for the peer
+
+  uint32_t send_seq = 0;
+  uint32_t recv_seq = 0;
+  uint32_t sq_used = 0;  // SENDs + READs not yet completed
+  uint32_t reads_outstanding = 0;
+  List read_queue;  // receives with READs still to post
+
+  // Receive buffers posted for this connection, registered once.
+  AlignedBuffer recv_mem;
+  typename F::Region recv_region{};
+  bool recv_registered = false;
+  uint32_t recv_buf_size = 0;
+  uint32_t recv_bufs = 0;
+  uint8_t* recv_buf(uint64_t i) { return recv_mem.get() + i * recv_buf_size; }
+};
+
+// A control message waiting for a credit: FIN or a synchronous-send ack.
+struct Control {
+  uint8_t type;
+  uint64_t sender_request;
+};
+
+template <class F>
+struct Peer {
+  int32_t rank = 0;
+  std::vector<uint8_t> address;
+  std::unique_ptr<Link<F>> link;  // the connection in use (or being made)
+  List backlog;                   // sends not yet on the wire, in order
+  Ring<Control> control{8};
+  List inflight;  // requests to fail if this peer is lost
+  bool failed = false;
+  int failure_code = 0;
+  std::string failure;
+};
+
+}  // namespace rdmx::engine

@@ -1,0 +1,87 @@
+// A send or receive in flight, and the record of a message that arrived unexpected.
+#pragma once
+
+#include <cstdint>
+
+#include "core/payload_pool.h"
+#include "match/posted_queue.h"
+#include "match/unexpected_queue.h"
+#include "rdmx/rdmx.h"
+
+namespace rdmx::engine {
+
+template <class F>
+struct Link;
+
+// Where a rendezvous message can be read from.
+struct RemoteData {
+  uint64_t address = 0;
+  uint64_t key = 0;
+  uint64_t sender_request = 0;
+};
+
+// What every request has, whatever the fabric: this is what rdmx_request_t points to.
+struct RequestBase : PostedEntry {
+  enum class Kind : uint8_t { Send, Recv };
+  enum class State : uint8_t {
+    Idle,
+    Backlog,  // send: waiting for the connection, credits or a bounce buffer
+    Posted,   // recv: in the posted queue
+    Reading,  // recv: RDMA READs of a rendezvous message
+    WaitFin,  // send: rendezvous RTS sent, waiting for the receiver's FIN
+    WaitAck,  // send: synchronous eager message sent, waiting for the match ack
+    Done,
+  };
+
+  uint32_t pool_index = 0;
+  uint32_t pool_gen = 0;
+  Kind kind = Kind::Send;
+  State state = State::Idle;
+  bool sync = false;
+  bool freed = false;       // the user let go; recycle on completion
+  bool registered = false;  // region is live
+  rdmx_completion_fn cb = nullptr;
+  void* user = nullptr;
+  rdmx_status_info_t status{};
+
+  void* buf = nullptr;
+  uint64_t len = 0;
+  int32_t peer = 0;  // send: destination; recv: the source once matched
+  uint32_t cid = 0;
+  int32_t tag = 0;
+
+  ListNode queue_node;  // a peer's backlog, or a link's read queue
+  ListNode peer_node;   // requests that fail if the peer is lost
+
+  // Rendezvous.
+  RemoteData remote{};
+  uint64_t read_len = 0;     // bytes to read (the message, cut to the buffer)
+  uint64_t read_posted = 0;  // bytes covered by posted READs
+  uint32_t reads_in_flight = 0;
+
+  rdmx_request_t* handle() { return reinterpret_cast<rdmx_request_t*>(this); }
+  static RequestBase* from(rdmx_request_t* h) { return reinterpret_cast<RequestBase*>(h); }
+};
+
+template <class F>
+struct Request : RequestBase {
+  typename F::Region region{};
+  Link<F>* link = nullptr;  // recv: the link being read from
+};
+
+// A message that arrived before its receive was posted.
+template <class F>
+struct Unexpected : UnexpectedEntry {
+  uint32_t pool_index = 0;
+  uint32_t pool_gen = 0;
+  bool rendezvous = false;
+  bool sync = false;
+  bool claimed = false;  // by improbe: out of the queue, waiting for imrecv
+  uint64_t length = 0;
+  PayloadPool::Buffer payload{};
+  RemoteData remote{};              // rendezvous, or the sync-ack target
+  Link<F>* link = nullptr;          // rendezvous: where to read from
+  Request<F>* self_send = nullptr;  // a send to this rank, read in place when matched
+};
+
+}  // namespace rdmx::engine

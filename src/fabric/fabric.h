@@ -1,0 +1,106 @@
+// The backend interface: what the engine needs from a fabric, and nothing else.
+//
+// A backend is a concrete class F satisfying the Fabric concept below. The engine is a
+// template over F, so the data path (post_recv, send, read, progress) is resolved at
+// compile time: no virtual call per message. Connection management and completions
+// flow back through a Sink, the engine itself, whose handlers F calls from progress().
+//
+// Backends live in one folder each: fabric/loopback/, fabric/verbs/, fabric/ofi/.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/settings.h"
+
+namespace rdmx::fabric {
+
+// Attributes of one established connection, as negotiated by both sides.
+struct ConnAttrs {
+  uint32_t initiator_depth = 1;      // RDMA READs this side may have outstanding
+  uint32_t responder_resources = 1;  // RDMA READs the peer may have outstanding here
+  uint32_t max_inline = 0;           // largest SEND payload that may be posted inline
+  uint64_t max_msg_size = 1u << 30;  // largest single SEND or READ
+  uint32_t max_sge = 1;              // scatter/gather entries per work request
+  uint32_t max_send_wr = 256;        // send-queue slots (SENDs + READs in flight)
+  uint8_t retry_count = 7;
+  uint8_t rnr_retry = 0;
+  bool flow_control = true;
+  bool srq = false;  // receives come from a shared queue
+};
+
+enum Access : uint32_t {
+  kLocalWrite = 1,  // the fabric may write into it (receives, READ targets)
+  kRemoteRead = 2,  // the peer may RDMA READ from it
+};
+
+// One piece of a SEND. desc is the backend's registration descriptor for addr
+// (null for inline sends, which need none).
+struct Sge {
+  const void* addr;
+  uint32_t len;
+  const void* desc;
+};
+
+// Why a work request or connection failed, for the engine's messages.
+enum class Failure {
+  Flushed,           // the connection went down with the request posted
+  RetryExceeded,     // transport retries exhausted: the peer stopped answering
+  RnrRetryExceeded,  // the peer had no receive posted
+  RemoteAccess,      // the peer refused the READ (bad key or range)
+  LocalLength,       // a received message was longer than the posted buffer
+  Disconnected,      // the peer disconnected
+  Unreachable,       // address or route resolution failed, or nobody listens
+  DeviceRemoved,
+  Other,
+};
+const char* failure_name(Failure f);
+
+// Callbacks a backend makes from progress(). `user` is the engine's pointer for the
+// connection, given at connect()/accept().
+// Setting up a connection takes three steps, so that receives are posted before the
+// peer can send: create_conn() (active: with the peer's address; passive: with the
+// request), post_recv(), then connect() or accept().
+//
+// A backend's connection request (F::ConnRequest) is handed to the passive side, which
+// accept()s or reject()s it.
+struct SinkArchetype {
+  template <class Request>
+  void on_connect_request(Request*, const uint8_t* pdata, size_t len);
+  void on_established(void* user, const ConnAttrs&, const uint8_t* pdata, size_t len);
+  void on_rejected(void* user, const uint8_t* pdata, size_t len, const char* why);
+  void on_conn_error(void* user, Failure, const char* why);
+  void on_recv(void* user, uint64_t wr, uint32_t len);
+  void on_send_done(void* user, uint64_t wr);
+  void on_read_done(void* user, uint64_t wr);
+  void on_wr_error(void* user, uint64_t wr, Failure, const char* why);
+};
+
+template <class F>
+concept Fabric = requires(F f, const F cf, typename F::Conn* c, typename F::Region r,
+                          typename F::ConnRequest* req, SinkArchetype& sink, const Settings& s,
+                          std::string& err, uint8_t* buf, const Sge* sge, void* p) {
+  { F::kName } -> std::convertible_to<const char*>;
+  { f.open(s, int32_t{}, err) } -> std::same_as<int>;
+  { cf.address(buf, size_t{}) } -> std::same_as<size_t>;
+  { cf.max_connect_data() } -> std::same_as<size_t>;
+  { f.create_conn(buf, size_t{}, req, p, &c, err) } -> std::same_as<int>;
+  { cf.qp_num(c) } -> std::same_as<uint32_t>;
+  { f.connect(c, p, size_t{}, err) } -> std::same_as<int>;
+  { f.accept(c, req, p, size_t{}, err) } -> std::same_as<int>;
+  { f.reject(req, p, size_t{}) } -> std::same_as<void>;
+  { f.disconnect(c) } -> std::same_as<void>;
+  { f.reg(p, size_t{}, uint32_t{}, r, err) } -> std::same_as<int>;
+  { f.dereg(r) } -> std::same_as<void>;
+  { r.desc() } -> std::convertible_to<const void*>;
+  { r.key() } -> std::same_as<uint64_t>;
+  { r.remote_address(p) } -> std::same_as<uint64_t>;
+  { f.post_recv(c, p, uint32_t{}, r, uint64_t{}) } -> std::same_as<int>;
+  { f.send(c, sge, int{}, bool{}, uint64_t{}) } -> std::same_as<int>;
+  { f.read(c, p, uint64_t{}, r, uint64_t{}, uint64_t{}, uint64_t{}) } -> std::same_as<int>;
+  { f.progress(sink) } -> std::same_as<int>;
+};
+
+}  // namespace rdmx::fabric

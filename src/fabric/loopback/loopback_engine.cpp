@@ -1,0 +1,13 @@
+// The engine instantiated over the loopback fabric.
+#include "api/engine_context.h"
+#include "fabric/loopback/loopback_fabric.h"
+
+namespace rdmx {
+
+template class engine::Engine<loopback::Fabric>;
+
+std::unique_ptr<Context> make_loopback_context() {
+  return std::make_unique<EngineContext<loopback::Fabric>>();
+}
+
+}  // namespace rdmx

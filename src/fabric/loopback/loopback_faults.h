@@ -1,0 +1,24 @@
+// Faults the loopback fabric injects, process-wide, for tests of failure handling.
+// Counters are 1-based over the whole process; -1 disables a fault.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace rdmx::loopback {
+
+struct Faults {
+  std::atomic<uint32_t> completion_delay{0};  // completions show up this many polls late
+  std::atomic<int64_t> drop_at_read{-1};      // the Nth READ posted breaks its connection
+  std::atomic<int64_t> error_at_send{-1};     // the Nth SEND posted completes in error
+  std::atomic<int64_t> reads_posted{0};
+  std::atomic<int64_t> sends_posted{0};
+  std::atomic<uint64_t> max_reads_in_flight{0};  // high-water mark on any connection
+  std::atomic<uint64_t> depth_violations{0};     // READs posted beyond the negotiated depth
+};
+
+Faults& faults();
+// Clears every fault and counter.
+void reset_faults();
+
+}  // namespace rdmx::loopback

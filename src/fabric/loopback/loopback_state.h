@@ -1,0 +1,121 @@
+// State shared between loopback endpoints: the endpoint's receive queues, its
+// completion and connection-event queues, its connections, and the registered memory
+// that peers may read. Whatever another thread may touch is under the endpoint's mutex.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include <unordered_map>
+#include <vector>
+#include "core/spinlock.h"
+
+#include "core/ring.h"
+#include "fabric/fabric.h"
+
+namespace rdmx::loopback {
+
+class EpState;
+struct Conn;
+
+// A data-path completion.
+struct Completion {
+  enum Kind : uint8_t { Recv, SendDone, ReadDone, WrError };
+  Kind kind;
+  bool is_read;
+  fabric::Failure failure;
+  uint32_t len;
+  uint64_t wr;
+  uint64_t ready_tick;
+  void* user;
+  Conn* conn;
+};
+
+struct ConnRequest {
+  std::shared_ptr<EpState> from;
+  Conn* active = nullptr;
+  fabric::ConnAttrs requested{};  // the active side's proposal, from its point of view
+  uint8_t pdata[56] = {};
+};
+
+// A connection-management event.
+struct CmEvent {
+  enum Kind : uint8_t { ConnectRequest, Established, Rejected, ConnError };
+  Kind kind;
+  fabric::Failure failure = fabric::Failure::Other;
+  void* user = nullptr;
+  ConnRequest* request = nullptr;
+  fabric::ConnAttrs attrs{};
+  const char* text = "";
+  uint32_t pdata_len = 0;
+  uint8_t pdata[196] = {};
+};
+
+struct RecvWr {
+  void* buf;
+  uint32_t len;
+  uint64_t wr;
+};
+
+struct Conn {
+  EpState* ep = nullptr;             // owner
+  std::shared_ptr<EpState> peer_ep;  // keeps the peer's memory alive while paired
+  Conn* peer = nullptr;
+  void* user = nullptr;
+  bool active = false;
+  bool established = false;
+  bool broken = false;
+  fabric::ConnAttrs attrs{};
+  uint32_t serial = 0;     // stands in for a QP number
+  uint32_t target_id = 0;  // active side: the endpoint to connect to
+  uint32_t target_rd_atom = 0;
+  Ring<RecvWr> recvs{64};        // under ep->mu
+  uint32_t reads_in_flight = 0;  // under ep->mu
+};
+
+struct MemRange {
+  uintptr_t addr;
+  size_t len;
+  uint32_t access;
+};
+
+class EpState {
+ public:
+  SpinLock mu;
+  uint32_t id = 0;
+  uint32_t device_rd_atom = 16;
+  uint32_t max_inline = 128;
+  bool closed = false;
+  std::vector<std::unique_ptr<Conn>> conns;
+  std::vector<std::unique_ptr<ConnRequest>> requests;
+  std::unordered_map<uint64_t, MemRange> regions;
+  uint64_t next_key = 1;
+  uint32_t next_serial = 1;
+
+  // Queue a completion (ready after the injected delay) or an event. Caller holds mu.
+  void complete(Completion c);
+  void notify(CmEvent e) { events_.push(std::move(e)); }
+  // Moves up to max ready completions into out. Takes mu.
+  int take_completions(Completion* out, int max);
+  // Moves the next event into out. Takes mu.
+  bool take_event(CmEvent& out);
+  // Fails every posted receive of c with a flush error and marks it broken. Caller holds mu.
+  void break_locked(Conn* c, fabric::Failure why, const char* text);
+
+ private:
+  Ring<Completion> cq_{256};
+  Ring<CmEvent> events_{16};
+  uint64_t tick_ = 0;
+};
+
+// The process-wide registry of endpoints and the lock that orders connection setup and
+// teardown (taken before any endpoint's mutex, never after).
+struct World {
+  std::mutex mu;
+  std::unordered_map<uint32_t, std::weak_ptr<EpState>> endpoints;
+  uint32_t next_id = 1;
+  static World& get();
+};
+
+}  // namespace rdmx::loopback

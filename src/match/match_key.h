@@ -1,0 +1,55 @@
+// What a receive asks for and what a message carries: (context id, source, tag).
+#pragma once
+
+#include <cstdint>
+
+#include "rdmx/rdmx.h"
+
+namespace rdmx {
+
+// Which index a receive lives in, by its wildcards.
+enum class Wild : uint32_t {
+  None = 0,    // exact (cid, source, tag)
+  Tag = 1,     // (cid, source, ANY_TAG): messages with tag >= 0 from source
+  Source = 2,  // (cid, ANY_SOURCE, tag)
+  Both = 3,    // (cid, ANY_SOURCE, ANY_TAG): messages with tag >= 0
+};
+
+struct MatchKey {
+  uint32_t cid;
+  int32_t source;
+  int32_t tag;
+  Wild wild;
+
+  bool operator==(const MatchKey&) const = default;
+
+  // The key under which a receive (source/tag possibly wildcards) is filed.
+  static MatchKey for_receive(uint32_t cid, int32_t source, int32_t tag) {
+    bool any_src = source == RDMX_ANY_SOURCE, any_tag = tag == RDMX_ANY_TAG;
+    Wild w = any_src ? (any_tag ? Wild::Both : Wild::Source) : (any_tag ? Wild::Tag : Wild::None);
+    return {cid, any_src ? 0 : source, any_tag ? 0 : tag, w};
+  }
+  // The key of the given wildcard class that a message (cid, source, tag) falls under.
+  static MatchKey of_message(uint32_t cid, int32_t source, int32_t tag, Wild w) {
+    switch (w) {
+      case Wild::None: return {cid, source, tag, w};
+      case Wild::Tag: return {cid, source, 0, w};
+      case Wild::Source: return {cid, 0, tag, w};
+      case Wild::Both: return {cid, 0, 0, w};
+    }
+    return {cid, source, tag, w};
+  }
+  // ANY_TAG never matches a negative tag.
+  static bool tag_wildcard_applies(int32_t tag) { return tag >= 0; }
+
+  uint64_t hash() const {
+    uint64_t a = (uint64_t(cid) << 32) ^ uint32_t(source);
+    uint64_t b = (uint64_t(uint32_t(tag)) << 2) ^ uint64_t(wild);
+    uint64_t h = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull);
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    return h ^ (h >> 32);
+  }
+};
+
+}  // namespace rdmx

@@ -1,0 +1,63 @@
+// The private data rdmx puts in connection requests, accepts and rejects. It fits the
+// smallest limit it meets (libfabric verbs: 55 bytes on connect; rdma_cm: 56), carries
+// its own length and version, and is validated field by field on receipt: the
+// reported length may be larger than what was sent (rdma_cm zero-pads it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace rdmx::protocol {
+
+enum class CmKind : uint8_t { Connect = 1, Accept = 2, Reject = 3 };
+
+enum class RejectReason : uint8_t {
+  None = 0,
+  Foreign = 1,      // not rdmx private data (bad magic)
+  Version = 2,      // an rdmx version this side does not speak
+  Corrupt = 3,      // a length or field that cannot be right
+  WrongJob = 4,     // the job key differs: a process of another job
+  WrongRank = 5,    // addressed to another rank
+  UnknownRank = 6,  // the source rank is outside this job
+  Duplicate = 7,    // simultaneous connect: the lower rank's attempt is kept
+  Shutdown = 8,     // this side is finalizing or has lost that peer
+  Resources = 9,    // this side could not set up the connection
+};
+const char* reject_reason_text(RejectReason r);
+
+struct CmMessage {
+  uint32_t magic;
+  uint8_t version;
+  CmKind kind;
+  uint16_t length;  // bytes of this message as sent
+  uint64_t job_key;
+  int32_t src_rank;
+  int32_t dst_rank;
+  uint32_t qp_num;       // the sender's queue pair (cross-checked by backends that have one)
+  uint32_t eager_limit;  // the sender's eager limit
+  uint16_t credits;      // regular receive buffers the sender posted for this connection
+  uint8_t ctrl_credits;  // receive buffers reserved for credit messages
+  uint8_t flags;         // kFlowControl
+  RejectReason reason;   // Reject only
+  uint8_t reserved[3];
+};
+static_assert(std::is_trivially_copyable_v<CmMessage>);
+
+inline constexpr uint32_t kCmMagic = 0x584d4452;  // "RDMX"
+inline constexpr uint8_t kCmVersion = 1;
+inline constexpr uint8_t kFlowControl = 0x1;
+// The tightest connect limit among the backends: libfabric verbs' 55 bytes.
+inline constexpr size_t kConnectDataLimit = 55;
+static_assert(sizeof(CmMessage) <= kConnectDataLimit,
+              "the rdmx connect message must fit every backend's connect private data");
+
+CmMessage make_cm(CmKind kind, uint64_t job_key, int32_t src, int32_t dst);
+
+// Parses and validates bytes as a CmMessage of the given kind. On failure returns the
+// reason to reject with and fills why with words naming what was wrong.
+RejectReason parse_cm(const void* data, size_t len, CmKind expect, CmMessage& out,
+                      std::string& why);
+
+}  // namespace rdmx::protocol

@@ -1,0 +1,56 @@
+// The rdmx wire format: every SEND starts with a Header (docs/wire-format.md).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace rdmx::wire {
+
+inline constexpr uint8_t kVersion = 1;
+
+enum class Type : uint8_t {
+  Eager = 1,    // header [+ SyncTail] + payload
+  Rts = 2,      // header + RtsBody: rendezvous request-to-send
+  Fin = 3,      // header + ReqRef: the receiver finished reading; sender may complete
+  SyncAck = 4,  // header + ReqRef: a synchronous eager send was matched
+  Credit = 5,   // header only: explicit credit return
+  Hello = 6,    // header only: the active side's first message on a connection
+};
+
+enum Flags : uint8_t {
+  kSync = 0x1,  // Eager: a SyncTail follows the header; the receiver acks on match
+};
+
+// 32 bytes, naturally aligned, little-endian (rdmx runs between same-endian hosts).
+struct Header {
+  uint64_t length;      // full message length in bytes (Eager/Rts)
+  uint32_t context_id;  // MPI communicator context
+  int32_t source;       // sender's rank
+  int32_t tag;
+  uint32_t seq;          // per-connection message sequence number, from 0
+  uint8_t version_type;  // version << 4 | type
+  uint8_t flags;
+  uint16_t credits;      // regular receive buffers returned to the peer
+  uint8_t ctrl_credits;  // control (credit-message) buffers returned to the peer
+  uint8_t reserved[3];
+
+  Type type() const { return Type(version_type & 0x0f); }
+  uint8_t version() const { return version_type >> 4; }
+  static uint8_t make_vt(Type t) { return uint8_t(kVersion << 4 | uint8_t(t)); }
+};
+static_assert(sizeof(Header) == 32 && std::is_trivially_copyable_v<Header>);
+
+struct ReqRef {
+  uint64_t sender_request;  // opaque to the receiver, echoed back
+};
+
+struct RtsBody {
+  uint64_t address;  // where to read from (backend-specific: VA or offset)
+  uint64_t key;      // remote key
+  uint64_t sender_request;
+};
+
+inline constexpr uint32_t kMaxControlBytes = sizeof(Header) + sizeof(RtsBody);
+
+}  // namespace rdmx::wire

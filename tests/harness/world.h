@@ -1,0 +1,43 @@
+// Runs one test body on N ranks of a backend, so that every suite is written once and
+// instantiated per backend: "loopback" runs the ranks as threads of this process;
+// multi-process backends run each rank in a child process.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "rdmx/rdmx.h"
+
+namespace rdmx::test {
+
+class Rank {
+ public:
+  rdmx_context_t* ctx = nullptr;
+  int rank = 0;
+  int size = 0;
+
+  // Waits for req with progress; fails the test (and returns false) after timeout_ms.
+  bool wait(rdmx_request_t* req, rdmx_status_info_t* st = nullptr, int timeout_ms = 60000);
+  // Waits and frees; returns the status.
+  rdmx_status_info_t finish(rdmx_request_t* req, int timeout_ms = 60000);
+  // All ranks arrive before any leaves; each keeps progressing meanwhile.
+  void barrier();
+
+  std::function<void()> barrier_fn;
+};
+
+// The backends this machine can run, as test parameters.
+struct Backend {
+  std::string name;  // loopback, ofi-tcp, verbs
+};
+
+// Runs body on n ranks; settings: extra "RDMX_X=v,..." for every rank (or a function of
+// the rank, via settings_for).
+void run_world(const std::string& backend, int n, const std::function<void(Rank&)>& body,
+               const std::string& settings = "",
+               const std::function<std::string(int)>& settings_for = nullptr);
+
+// Empty if the backend can run here, else why not (the test is skipped, loudly).
+std::string backend_unavailable(const std::string& backend);
+
+}  // namespace rdmx::test
