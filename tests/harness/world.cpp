@@ -1,8 +1,11 @@
 #include "harness/world.h"
 
+#include "harness/process_world.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -99,15 +102,54 @@ void run_threads(int n, const std::function<void(Rank&)>& body, const std::strin
 
 }  // namespace
 
+// A backend name is a fabric and, for libfabric, a provider.
+struct BackendSpec {
+  std::string fabric;
+  std::string settings;
+  bool processes;
+};
+
+BackendSpec spec_of(const std::string& backend) {
+  if (backend == "loopback") return {"loopback", "", false};
+  if (backend == "ofi-tcp") return {"ofi", "RDMX_OFI_PROVIDER=tcp", true};
+  if (backend == "ofi-verbs") return {"ofi", "RDMX_OFI_PROVIDER=verbs", true};
+  if (backend == "verbs") return {"verbs", "", true};
+  return {"", "", false};
+}
+
+std::string probe_backend(const std::string& backend) {
+  BackendSpec s = spec_of(backend);
+  if (s.fabric.empty()) return "unknown backend name";
+  if (!s.processes) return "";
+  // Ask the library itself: a one-rank context either comes up or says why not.
+  rdmx_init_params_t p{0, 1, s.fabric.c_str(), 0, s.settings.c_str()};
+  rdmx_context_t* ctx = nullptr;
+  if (rdmx_init(&p, &ctx) != RDMX_OK) return rdmx_last_error(nullptr);
+  rdmx_finalize(ctx);
+  return "";
+}
+
 std::string backend_unavailable(const std::string& backend) {
-  if (backend == "loopback") return "";
-  return "backend " + backend + " is not available in this build";
+  static std::mutex mu;
+  static std::map<std::string, std::string> known;
+  std::lock_guard<std::mutex> g(mu);
+  auto it = known.find(backend);
+  if (it == known.end()) it = known.emplace(backend, probe_backend(backend)).first;
+  return it->second;
 }
 
 void run_world(const std::string& backend, int n, const std::function<void(Rank&)>& body,
                const std::string& settings, const std::function<std::string(int)>& settings_for) {
-  if (backend == "loopback") return run_threads(n, body, settings, settings_for);
-  ADD_FAILURE() << "unknown backend " << backend;
+  BackendSpec s = spec_of(backend);
+  if (!s.processes) return run_threads(n, body, settings, settings_for);
+  run_processes(
+      n, s.fabric,
+      [&](int r) {
+        std::string all = s.settings + "," + settings;
+        if (settings_for) all += "," + settings_for(r);
+        return all;
+      },
+      body);
 }
 
 }  // namespace rdmx::test

@@ -1,0 +1,7 @@
+// The engine suites over the native verbs/rdma_cm backend (runs where an RDMA device
+// exists: the Soft-RoCE tier).
+#include "engine/engine_test.h"
+
+namespace rdmx::test {
+INSTANTIATE_TEST_SUITE_P(Verbs, EngineTest, ::testing::Values("verbs"));
+}

@@ -1,0 +1,16 @@
+// Runs a test body on n ranks, one child process each (see world.h).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "harness/world.h"
+
+namespace rdmx::test {
+
+// settings(rank): the "RDMX_X=v,..." string for that rank.
+void run_processes(int n, const std::string& fabric,
+                   const std::function<std::string(int)>& settings,
+                   const std::function<void(Rank&)>& body, int timeout_s = 300);
+
+}  // namespace rdmx::test
