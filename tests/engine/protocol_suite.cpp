@@ -1,0 +1,210 @@
+// Protocol behaviour: the eager/rendezvous crossover, chunked reads under the
+// negotiated initiator depth, truncation, cancel, synchronous sends, zero bytes and
+// very large messages.
+#include <chrono>
+#include <cstring>
+
+#include "engine/engine_test.h"
+
+namespace rdmx::test {
+namespace {
+
+rdmx_stats_t stats(Rank& r) {
+  rdmx_stats_t s{};
+  rdmx_get_stats(r.ctx, &s);
+  return s;
+}
+
+TEST_P(EngineTest, EagerRendezvousCrossover) {
+  constexpr uint64_t kLimit = 1024;
+  run(
+      2,
+      [](Rank& r) {
+        for (uint64_t size : {kLimit - 1, kLimit, kLimit + 1}) {
+          std::vector<uint8_t> buf(size);
+          if (r.rank == 0) {
+            fill(buf, size);
+            auto before = stats(r);
+            r.finish(isend(r, 1, 1, buf.data(), size));
+            auto after = stats(r);
+            bool eager = size <= kLimit;
+            EXPECT_EQ(after.eager_sends - before.eager_sends, eager ? 1u : 0u) << size;
+            EXPECT_EQ(after.rndv_sends - before.rndv_sends, eager ? 0u : 1u) << size;
+          } else {
+            auto st = r.finish(irecv(r, 0, 1, buf.data(), size));
+            EXPECT_EQ(st.error, RDMX_OK);
+            EXPECT_EQ(st.length, size);
+            EXPECT_TRUE(check(buf.data(), size, size)) << size;
+          }
+          r.barrier();
+        }
+      },
+      "RDMX_EAGER_LIMIT=1024");
+}
+
+TEST_P(EngineTest, ChunkedReadsStayWithinInitiatorDepth) {
+  for (int depth : {1, 2, 16}) {
+    SCOPED_TRACE("RDMX_MAX_RD_ATOMIC=" + std::to_string(depth));
+    run(
+        2,
+        [depth](Rank& r) {
+          constexpr uint64_t kSize = 1 << 20;  // 256 chunks of 4 KiB
+          std::vector<uint8_t> buf(kSize);
+          if (r.rank == 0) {
+            fill(buf, 77);
+            std::vector<rdmx_request_t*> q;
+            for (int i = 0; i < 3; ++i) q.push_back(isend(r, 1, i, buf.data(), kSize));
+            for (auto* x : q) EXPECT_EQ(r.finish(x).error, RDMX_OK);
+          } else {
+            std::vector<std::vector<uint8_t>> in(3, std::vector<uint8_t>(kSize));
+            std::vector<rdmx_request_t*> q;
+            for (int i = 0; i < 3; ++i) q.push_back(irecv(r, 0, i, in[size_t(i)].data(), kSize));
+            for (int i = 0; i < 3; ++i) {
+              EXPECT_EQ(r.finish(q[size_t(i)]).error, RDMX_OK);
+              EXPECT_TRUE(check(in[size_t(i)].data(), kSize, 77));
+            }
+            auto s = stats(r);
+            EXPECT_EQ(s.min_read_depth, uint64_t(depth));
+            EXPECT_GE(s.rdma_reads, 3u * 256u);
+            EXPECT_LE(s.max_reads_outstanding, uint64_t(depth));
+            EXPECT_EQ(s.max_reads_outstanding, uint64_t(depth)) << "the window was not used";
+          }
+        },
+        "RDMX_RNDV_CHUNK=4096,RDMX_EAGER_LIMIT=4096",
+        [depth](int rank) {
+          // Only one side caps: the negotiated depth is the minimum of both sides.
+          return rank == 1 ? "RDMX_MAX_RD_ATOMIC=" + std::to_string(depth)
+                           : std::string("RDMX_MAX_RD_ATOMIC=64");
+        });
+  }
+}
+
+TEST_P(EngineTest, TruncationKeepsWhatFits) {
+  run(2, [](Rank& r) {
+    for (uint64_t size : {uint64_t(100), uint64_t(200000)}) {
+      std::vector<uint8_t> buf(size);
+      if (r.rank == 0) {
+        fill(buf, 5);
+        EXPECT_EQ(r.finish(isend(r, 1, 2, buf.data(), size)).error, RDMX_OK);
+      } else {
+        std::vector<uint8_t> small(40);
+        auto st = r.finish(irecv(r, 0, 2, small.data(), small.size()));
+        EXPECT_EQ(st.error, RDMX_ERR_TRUNCATED);
+        EXPECT_EQ(st.length, 40u);
+        EXPECT_EQ(st.sent_length, size);
+        EXPECT_TRUE(check(small.data(), 40, 5));
+      }
+      r.barrier();
+    }
+  });
+}
+
+TEST_P(EngineTest, CancelUnmatchedReceive) {
+  run(2, [](Rank& r) {
+    int v = 0;
+    if (r.rank == 1) {
+      auto* q = irecv(r, 0, 3, &v, sizeof v);
+      ASSERT_EQ(rdmx_cancel(r.ctx, q), RDMX_OK);
+      auto st = r.finish(q);
+      EXPECT_EQ(st.error, RDMX_ERR_CANCELLED);
+      r.barrier();
+      st = r.finish(irecv(r, 0, 3, &v, sizeof v));
+      EXPECT_EQ(st.error, RDMX_OK);
+      EXPECT_EQ(v, 11);
+    } else {
+      r.barrier();
+      v = 11;
+      r.finish(isend(r, 1, 3, &v, sizeof v));
+    }
+  });
+}
+
+TEST_P(EngineTest, SynchronousSendWaitsForTheMatch) {
+  run(2, [](Rank& r) {
+    for (uint64_t size : {uint64_t(8), uint64_t(100000)}) {
+      std::vector<uint8_t> buf(size);
+      if (r.rank == 0) {
+        fill(buf, 9);
+        rdmx_request_t* q = nullptr;
+        ASSERT_EQ(
+            rdmx_isend(r.ctx, 1, 0, 4, buf.data(), size, RDMX_SEND_SYNC, nullptr, nullptr, &q),
+            RDMX_OK);
+        auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+        int done = 0;
+        while (std::chrono::steady_clock::now() < until) {
+          rdmx_progress(r.ctx);
+          rdmx_test(q, &done, nullptr);
+          ASSERT_EQ(done, 0) << "a synchronous send completed before the receiver matched";
+        }
+        r.barrier();
+        EXPECT_EQ(r.finish(q).error, RDMX_OK);
+      } else {
+        r.barrier();
+        auto st = r.finish(irecv(r, 0, 4, buf.data(), size));
+        EXPECT_EQ(st.error, RDMX_OK);
+        EXPECT_TRUE(check(buf.data(), size, 9));
+      }
+      r.barrier();
+    }
+  });
+}
+
+TEST_P(EngineTest, ZeroByteMessages) {
+  run(2, [](Rank& r) {
+    if (r.rank == 0) {
+      r.finish(isend(r, 1, 6, nullptr, 0));
+      r.finish(isend(r, 1, 6, nullptr, 0, 0, RDMX_SEND_SYNC));
+    } else {
+      auto st = r.finish(irecv(r, 0, 6, nullptr, 0));
+      EXPECT_EQ(st.error, RDMX_OK);
+      EXPECT_EQ(st.length, 0u);
+      int v = 5;
+      st = r.finish(irecv(r, 0, RDMX_ANY_TAG, &v, sizeof v));
+      EXPECT_EQ(st.error, RDMX_OK);
+      EXPECT_EQ(st.length, 0u);
+      EXPECT_EQ(v, 5);
+    }
+  });
+}
+
+TEST_P(EngineTest, SendToSelf) {
+  run(1, [](Rank& r) {
+    std::vector<uint8_t> big(50000), in(50000);
+    fill(big, 8);
+    int small = 3, got = 0;
+    auto* s1 = isend(r, 0, 1, &small, sizeof small);
+    auto* s2 = isend(r, 0, 1, big.data(), big.size());
+    EXPECT_EQ(r.finish(irecv(r, 0, 1, &got, sizeof got)).error, RDMX_OK);
+    EXPECT_EQ(got, 3);
+    EXPECT_EQ(r.finish(irecv(r, RDMX_ANY_SOURCE, 1, in.data(), in.size())).error, RDMX_OK);
+    EXPECT_TRUE(check(in.data(), in.size(), 8));
+    r.finish(s1);
+    r.finish(s2);
+  });
+}
+
+// Large messages: 1 GiB where the fabric moves it in seconds; smaller on emulated RDMA.
+TEST_P(EngineTest, LargeMessage) {
+  uint64_t size =
+      GetParam() == "loopback" || GetParam() == "ofi-tcp" ? (1ull << 30) : (64ull << 20);
+  run(2, [size](Rank& r) {
+    std::vector<uint8_t> buf(size);
+    // A sparse pattern: every 4 KiB page gets a distinct stamp.
+    for (uint64_t i = 0; i < size; i += 4096) buf[i] = pattern(1, i);
+    buf[size - 1] = 0x5a;
+    if (r.rank == 0) {
+      EXPECT_EQ(r.finish(isend(r, 1, 7, buf.data(), size), 600000).error, RDMX_OK);
+    } else {
+      std::fill(buf.begin(), buf.end(), 0);
+      auto st = r.finish(irecv(r, 0, 7, buf.data(), size), 600000);
+      EXPECT_EQ(st.error, RDMX_OK);
+      EXPECT_EQ(st.length, size);
+      bool ok = buf[size - 1] == 0x5a;
+      for (uint64_t i = 0; i < size && ok; i += 4096) ok = buf[i] == pattern(1, i);
+      EXPECT_TRUE(ok);
+    }
+  });
+}
+
+}  // namespace
+}  // namespace rdmx::test
