@@ -1,0 +1,209 @@
+// Failure handling, provoked through the loopback fabric's fault injection and by
+// peers that speak wrongly: every pending request completes with an error naming the
+// peer and the cause, nothing hangs, and a listener keeps serving.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "engine/engine_test.h"
+#include "fabric/loopback/loopback_fabric.h"
+#include "fabric/loopback/loopback_faults.h"
+#include "protocol/connect_msg.h"
+
+namespace rdmx::test {
+namespace {
+
+class LoopbackFaults : public ::testing::Test {
+ protected:
+  void SetUp() override { loopback::reset_faults(); }
+  void TearDown() override { loopback::reset_faults(); }
+};
+
+TEST_F(LoopbackFaults, ConnectionDroppedMidRendezvousFailsEveryPendingRequest) {
+  loopback::faults().drop_at_read = 3;
+  run_world(
+      "loopback", 2,
+      [](Rank& r) {
+        std::vector<uint8_t> big(1 << 20), small(64);
+        auto t0 = std::chrono::steady_clock::now();
+        if (r.rank == 0) {
+          auto* s = isend(r, 1, 1, big.data(), big.size());
+          auto* rv = irecv(r, 1, 2, small.data(), small.size());  // never sent
+          auto st = r.finish(s, 10000);
+          EXPECT_EQ(st.error, RDMX_ERR_PEER_LOST);
+          st = r.finish(rv, 10000);
+          EXPECT_EQ(st.error, RDMX_ERR_PEER_LOST);
+          EXPECT_NE(std::string(rdmx_last_error(r.ctx)).find("rank 1"), std::string::npos)
+              << rdmx_last_error(r.ctx);
+          // Later sends to the lost peer fail at once.
+          st = r.finish(isend(r, 1, 3, small.data(), 8), 10000);
+          EXPECT_EQ(st.error, RDMX_ERR_PEER_LOST);
+        } else {
+          auto st = r.finish(irecv(r, 0, 1, big.data(), big.size()), 10000);
+          EXPECT_EQ(st.error, RDMX_ERR_PEER_LOST);
+          EXPECT_NE(std::string(rdmx_last_error(r.ctx)).find("rank 0"), std::string::npos);
+        }
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+      },
+      "RDMX_RNDV_CHUNK=4096");
+}
+
+TEST_F(LoopbackFaults, DelayedCompletionsChangeNothing) {
+  loopback::faults().completion_delay = 7;
+  run_world("loopback", 2, [](Rank& r) {
+    for (uint64_t size : {uint64_t(8), uint64_t(5000), uint64_t(300000)}) {
+      std::vector<uint8_t> b(size);
+      if (r.rank == 0) {
+        fill(b, size);
+        EXPECT_EQ(r.finish(isend(r, 1, 0, b.data(), size)).error, RDMX_OK);
+      } else {
+        EXPECT_EQ(r.finish(irecv(r, 0, 0, b.data(), size)).error, RDMX_OK);
+        EXPECT_TRUE(check(b.data(), size, size));
+      }
+    }
+  });
+}
+
+TEST_F(LoopbackFaults, SendErrorCompletionFailsTheConnection) {
+  loopback::faults().error_at_send = 4;
+  run_world("loopback", 2, [](Rank& r) {
+    int v = 1;
+    if (r.rank == 0) {
+      int errors = 0;
+      for (int i = 0; i < 10; ++i)
+        errors += r.finish(isend(r, 1, 0, &v, 4, 0, RDMX_SEND_SYNC), 10000).error != RDMX_OK;
+      EXPECT_GT(errors, 0);
+      EXPECT_NE(std::string(rdmx_last_error(r.ctx)).find("retry"), std::string::npos)
+          << rdmx_last_error(r.ctx);
+    } else {
+      for (int i = 0; i < 10; ++i) {
+        auto st = r.finish(irecv(r, 0, 0, &v, 4), 10000);
+        if (st.error != RDMX_OK) {
+          EXPECT_EQ(st.error, RDMX_ERR_PEER_LOST);
+          break;
+        }
+      }
+    }
+  });
+}
+
+TEST_F(LoopbackFaults, UnreachablePeerFailsTheSend) {
+  rdmx_init_params_t p{0, 2, "loopback", 1, nullptr};
+  rdmx_context_t* c = nullptr;
+  ASSERT_EQ(rdmx_init(&p, &c), RDMX_OK);
+  uint8_t bogus[12] = {'L', 'O', 'O', 'P', 0xff, 0xff, 0xff, 0x7f, 16, 0, 0, 0};
+  ASSERT_EQ(rdmx_add_peer(c, 1, bogus, sizeof bogus), RDMX_OK);
+  int v = 0;
+  rdmx_request_t* q = nullptr;
+  ASSERT_EQ(rdmx_isend(c, 1, 0, 0, &v, 4, 0, nullptr, nullptr, &q), RDMX_OK);
+  rdmx_status_info_t st{};
+  ASSERT_EQ(rdmx_wait(c, q, 5000, &st), RDMX_OK);
+  EXPECT_EQ(st.error, RDMX_ERR_UNREACHABLE);
+  EXPECT_NE(std::string(rdmx_last_error(c)).find("rank 1"), std::string::npos);
+  rdmx_request_free(c, q);
+  rdmx_finalize(c);
+}
+
+TEST_F(LoopbackFaults, WrongJobIsRejectedWithAReasonInWords) {
+  rdmx_context_t* c[2] = {};
+  std::vector<uint8_t> addr[2];
+  for (int i = 0; i < 2; ++i) {
+    rdmx_init_params_t p{i, 2, "loopback", uint64_t(100 + i), nullptr};  // keys differ
+    ASSERT_EQ(rdmx_init(&p, &c[i]), RDMX_OK);
+    size_t len = 0;
+    rdmx_address(c[i], nullptr, &len);
+    addr[i].resize(len);
+    rdmx_address(c[i], addr[i].data(), &len);
+  }
+  for (int i = 0; i < 2; ++i) rdmx_add_peer(c[i], 1 - i, addr[1 - i].data(), addr[1 - i].size());
+  int v = 0;
+  rdmx_request_t* q = nullptr;
+  ASSERT_EQ(rdmx_isend(c[0], 1, 0, 0, &v, 4, 0, nullptr, nullptr, &q), RDMX_OK);
+  int done = 0;
+  rdmx_status_info_t st{};
+  for (int i = 0; i < 100000 && !done; ++i) {
+    rdmx_progress(c[0]);
+    rdmx_progress(c[1]);
+    rdmx_test(q, &done, &st);
+  }
+  ASSERT_TRUE(done);
+  EXPECT_EQ(st.error, RDMX_ERR_REJECTED);
+  EXPECT_NE(std::string(rdmx_last_error(c[0])).find("job key"), std::string::npos)
+      << rdmx_last_error(c[0]);
+  rdmx_request_free(c[0], q);
+  for (auto* x : c) rdmx_finalize(x);
+}
+
+// A raw loopback endpoint that sends foreign or corrupt private data: the engine
+// rejects it with a reason and goes on serving proper peers.
+struct RawSink {
+  bool rejected = false, established = false;
+  protocol::CmMessage reply{};
+  void on_connect_request(loopback::ConnRequest*, const uint8_t*, size_t) {}
+  void on_established(void*, const fabric::ConnAttrs&, const uint8_t*, size_t) {
+    established = true;
+  }
+  void on_rejected(void*, const uint8_t* p, size_t len, const char*) {
+    rejected = true;
+    std::string why;
+    protocol::parse_cm(p, len, protocol::CmKind::Reject, reply, why);
+  }
+  void on_conn_error(void*, fabric::Failure, const char*) {}
+  void on_recv(void*, uint64_t, uint32_t) {}
+  void on_send_done(void*, uint64_t) {}
+  void on_read_done(void*, uint64_t) {}
+  void on_wr_error(void*, uint64_t, fabric::Failure, const char*) {}
+};
+
+protocol::RejectReason raw_connect(rdmx_context_t* target, const void* pdata, size_t len) {
+  size_t alen = 0;
+  rdmx_address(target, nullptr, &alen);
+  std::vector<uint8_t> addr(alen);
+  rdmx_address(target, addr.data(), &alen);
+  loopback::Fabric raw;
+  std::string err;
+  Settings s;
+  EXPECT_EQ(raw.open(s, 9, err), RDMX_OK);
+  loopback::Conn* c = nullptr;
+  EXPECT_EQ(raw.create_conn(addr.data(), addr.size(), nullptr, nullptr, &c, err), RDMX_OK);
+  EXPECT_EQ(raw.connect(c, pdata, len, err), RDMX_OK);
+  RawSink sink;
+  for (int i = 0; i < 100000 && !sink.rejected && !sink.established; ++i) {
+    rdmx_progress(target);
+    raw.progress(sink);
+  }
+  EXPECT_TRUE(sink.rejected);
+  return sink.reply.reason;
+}
+
+TEST_F(LoopbackFaults, ForeignAndCorruptPrivateDataAreRejected) {
+  rdmx_init_params_t p{0, 2, "loopback", 5, nullptr};
+  rdmx_context_t* c = nullptr;
+  ASSERT_EQ(rdmx_init(&p, &c), RDMX_OK);
+  const char foreign[] = "GET / HTTP/1.1";
+  EXPECT_EQ(raw_connect(c, foreign, sizeof foreign), protocol::RejectReason::Foreign);
+  auto m = protocol::make_cm(protocol::CmKind::Connect, 5, 1, 0);
+  m.credits = 8;
+  m.ctrl_credits = 1;
+  auto bad = m;
+  bad.version = 9;
+  EXPECT_EQ(raw_connect(c, &bad, sizeof bad), protocol::RejectReason::Version);
+  bad = m;
+  bad.length = 12;
+  EXPECT_EQ(raw_connect(c, &bad, sizeof bad), protocol::RejectReason::Corrupt);
+  bad = m;
+  bad.dst_rank = 1;
+  EXPECT_EQ(raw_connect(c, &bad, sizeof bad), protocol::RejectReason::WrongRank);
+  bad = m;
+  bad.src_rank = 7;
+  EXPECT_EQ(raw_connect(c, &bad, sizeof bad), protocol::RejectReason::UnknownRank);
+  bad = m;
+  bad.job_key = 6;
+  EXPECT_EQ(raw_connect(c, &bad, sizeof bad), protocol::RejectReason::WrongJob);
+  rdmx_finalize(c);
+}
+
+}  // namespace
+}  // namespace rdmx::test
