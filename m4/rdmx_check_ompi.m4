@@ -7,7 +7,7 @@ AC_DEFUN([RDMX_CHECK_OMPI], [
                     [the Open MPI MTL component, built against Open MPI 4.1 devel headers (default: auto)])],
     [], [with_ompi=auto])
   rdmx_have_ompi=no
-  OMPI_CPPFLAGS=""; OMPI_LIBS=""; OMPI_COMPONENT_DIR=""
+  OMPI_CPPFLAGS=""; OMPI_CFLAGS=""; OMPI_LIBS=""; OMPI_COMPONENT_DIR=""
   AS_CASE([$with_ompi],
     [no], [rdmx_why_ompi="disabled by --with-ompi=no"],
     [yes|auto], [
@@ -36,6 +36,17 @@ AC_DEFUN([RDMX_CHECK_OMPI], [
       OMPI_LIBS="-L$rdmx_ompi_libdir -lmpi -lopen-rte -lopen-pal"
       OMPI_COMPONENT_DIR="$rdmx_ompi_libdir/openmpi3"
       AS_IF([test -d "$OMPI_COMPONENT_DIR"], [], [OMPI_COMPONENT_DIR="$rdmx_ompi_libdir/openmpi"])
+      # Open MPI was built with -mcx16 on x86_64: its inline atomics (opal_lifo, behind
+      # ompi_message_alloc) use 128-bit compare-and-swap, which without the flag becomes
+      # a call to __sync_val_compare_and_swap_16, a symbol no library defines.
+      AC_LANG_PUSH([C])
+      rdmx_save_CFLAGS=$CFLAGS
+      CFLAGS="$CFLAGS -mcx16"
+      AC_MSG_CHECKING([whether $CC accepts -mcx16 (for Open MPI's 128-bit atomics)])
+      AC_COMPILE_IFELSE([AC_LANG_PROGRAM([], [])],
+        [AC_MSG_RESULT([yes]); OMPI_CFLAGS="-mcx16"], [AC_MSG_RESULT([no])])
+      CFLAGS=$rdmx_save_CFLAGS
+      AC_LANG_POP([C])
       rdmx_why_ompi="found (headers via ${MPICC:-$with_ompi}, components in $OMPI_COMPONENT_DIR)"],
       [rdmx_why_ompi="not found: ompi/mca/mtl/mtl.h (apt-get install libopenmpi-dev openmpi-bin)"
        AS_IF([test "x$with_ompi" != xauto],
@@ -46,6 +57,7 @@ Install the Debian packages: apt-get install libopenmpi-dev openmpi-bin])])])])
                     [where make install puts mca_mtl_rdmx.so (default: LIBDIR/rdmx/openmpi)])],
     [OMPI_COMPONENT_DIR=$withval], [OMPI_COMPONENT_DIR='${libdir}/rdmx/openmpi'])
   AC_SUBST([OMPI_CPPFLAGS])
+  AC_SUBST([OMPI_CFLAGS])
   AC_SUBST([OMPI_LIBS])
   AC_SUBST([OMPI_COMPONENT_DIR])
   AM_CONDITIONAL([HAVE_OMPI], [test "x$rdmx_have_ompi" = xyes])

@@ -1,0 +1,308 @@
+/*
+ * Point-to-point through rdmx: send/isend (standard, synchronous, buffered, ready),
+ * irecv, iprobe, improbe/imrecv, cancel, and completions turned into MPI statuses.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mtl_rdmx.h"
+#include "ompi/errhandler/errcode-internal.h"
+#include "ompi/mca/mtl/base/mtl_base_datatype.h"
+#include "ompi/message/message.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+
+#define M (&ompi_mtl_rdmx)
+
+/* rdmx completion callback: runs inside an rdmx call, under the lock; only queues. */
+static void mtl_rdmx_completed(rdmx_request_t* rreq, const rdmx_status_info_t* status, void* user) {
+  mtl_rdmx_request_t* r = (mtl_rdmx_request_t*)user;
+  r->rreq = rreq;
+  r->status = *status;
+  r->state = MTL_RDMX_COMPLETED;
+  r->next = NULL;
+  if (M->done_tail)
+    M->done_tail->next = r;
+  else
+    M->done_head = r;
+  M->done_tail = r;
+}
+
+/* Under the lock, right after an rdmx call: releases the rdmx side of every request
+ * completed meanwhile and hands the list over, to be finished without the lock. */
+static mtl_rdmx_request_t* mtl_rdmx_take_completed(void) {
+  mtl_rdmx_request_t* list = M->done_head;
+  M->done_head = M->done_tail = NULL;
+  for (mtl_rdmx_request_t* r = list; r; r = r->next) {
+    rdmx_request_free(M->ctx, r->rreq);
+    r->rreq = NULL;
+  }
+  return list;
+}
+
+static int mtl_rdmx_mpi_error(int rdmx_status) {
+  return ompi_errcode_get_mpi_code(mtl_rdmx_error(rdmx_status));
+}
+
+static void mtl_rdmx_finish_recv(mtl_rdmx_request_t* r) {
+  ompi_status_public_t* s = &r->super.ompi_req->req_status;
+  const rdmx_status_info_t* st = &r->status;
+  if (RDMX_ERR_CANCELLED == st->error) {
+    s->_cancelled = true;
+    if (r->free_after) free(r->buf);
+    return;
+  }
+  if (st->source >= 0 && st->source < M->size)
+    s->MPI_SOURCE = mtl_rdmx_comm_rank(r->comm, st->source);
+  s->MPI_TAG = st->tag;
+  s->_ucount = st->length;
+  s->MPI_ERROR = RDMX_OK == st->error ? OMPI_SUCCESS : mtl_rdmx_mpi_error(st->error);
+  if (r->free_after) {
+    if (st->length > 0)
+      ompi_mtl_datatype_unpack(r->convertor, r->buf, st->length); /* frees buf */
+    else
+      free(r->buf);
+  }
+}
+
+/* Outside the lock: statuses, unpacking, then Open MPI's completion callback, which
+ * may free or reuse the request (so next is read first). */
+static void mtl_rdmx_finish(mtl_rdmx_request_t* list) {
+  while (list) {
+    mtl_rdmx_request_t* r = list;
+    list = r->next;
+    if (MTL_RDMX_RECV == r->kind) {
+      mtl_rdmx_finish_recv(r);
+    } else {
+      if (r->free_after) free(r->buf);
+      if (RDMX_OK != r->status.error && NULL != r->super.ompi_req)
+        r->super.ompi_req->req_status.MPI_ERROR = mtl_rdmx_mpi_error(r->status.error);
+    }
+    r->super.completion_callback(&r->super);
+  }
+}
+
+static void mtl_rdmx_call_failed(const char* what, int rc) {
+  opal_output_verbose(1, M->output, "mtl rdmx: rank %d: %s: %s (%s)", M->rank, what,
+                      rdmx_strerror(rc), rdmx_last_error(M->ctx));
+}
+
+int mtl_rdmx_progress(void) {
+  if (OPAL_THREAD_TRYLOCK(&M->lock)) return 0;
+  int n = rdmx_progress(M->ctx);
+  mtl_rdmx_request_t* done = mtl_rdmx_take_completed();
+  OPAL_THREAD_UNLOCK(&M->lock);
+  mtl_rdmx_finish(done);
+  return n > 0 ? n : 0;
+}
+
+static int mtl_rdmx_start_send(struct ompi_communicator_t* comm, int dest, int tag,
+                               struct opal_convertor_t* convertor, mca_pml_base_send_mode_t mode,
+                               mtl_rdmx_request_t* r) {
+  int32_t peer = mtl_rdmx_world_rank(comm, dest);
+  if (OPAL_UNLIKELY(peer < 0)) return OMPI_ERR_BAD_PARAM;
+  if (OPAL_UNLIKELY(!__atomic_load_n(&M->peer_added[peer], __ATOMIC_ACQUIRE))) {
+    int ret = mtl_rdmx_add_peer(peer);
+    if (OMPI_SUCCESS != ret) return ret;
+  }
+  void* buf = NULL;
+  size_t len = 0;
+  bool free_after = false;
+  int ret = ompi_mtl_datatype_pack(convertor, &buf, &len, &free_after);
+  if (OPAL_UNLIKELY(OMPI_SUCCESS != ret)) return ret;
+  r->kind = MTL_RDMX_SEND;
+  r->state = MTL_RDMX_POSTED;
+  r->comm = comm;
+  r->convertor = convertor;
+  r->buf = buf;
+  r->length = len;
+  r->free_after = free_after;
+  r->rreq = NULL;
+  r->next = NULL;
+  /* Buffered sends were already copied by the PML and ready sends need no handshake:
+   * both go as standard sends. */
+  uint32_t flags = MCA_PML_BASE_SEND_SYNCHRONOUS == mode ? RDMX_SEND_SYNC : 0;
+  OPAL_THREAD_LOCK(&M->lock);
+  int rc = rdmx_isend(M->ctx, peer, comm->c_contextid, tag, buf, len, flags, mtl_rdmx_completed, r,
+                      &r->rreq);
+  if (OPAL_UNLIKELY(RDMX_OK != rc)) mtl_rdmx_call_failed("rdmx_isend", rc);
+  mtl_rdmx_request_t* done = mtl_rdmx_take_completed();
+  OPAL_THREAD_UNLOCK(&M->lock);
+  if (OPAL_UNLIKELY(RDMX_OK != rc)) {
+    r->state = MTL_RDMX_IDLE;
+    if (free_after) free(buf);
+  }
+  mtl_rdmx_finish(done);
+  return mtl_rdmx_error(rc);
+}
+
+int mtl_rdmx_isend(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t* comm, int dest,
+                   int tag, struct opal_convertor_t* convertor, mca_pml_base_send_mode_t mode,
+                   bool blocking, mca_mtl_request_t* mtl_request) {
+  (void)mtl;
+  (void)blocking;
+  return mtl_rdmx_start_send(comm, dest, tag, convertor, mode, (mtl_rdmx_request_t*)mtl_request);
+}
+
+static void mtl_rdmx_blocking_done(mca_mtl_request_t* req) {
+  __atomic_store_n(&((mtl_rdmx_request_t*)req)->done, 1, __ATOMIC_RELEASE);
+}
+
+int mtl_rdmx_send(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t* comm, int dest,
+                  int tag, struct opal_convertor_t* convertor, mca_pml_base_send_mode_t mode) {
+  (void)mtl;
+  mtl_rdmx_request_t r;
+  memset(&r, 0, sizeof r);
+  r.super.ompi_req = NULL;
+  r.super.completion_callback = mtl_rdmx_blocking_done;
+  int ret = mtl_rdmx_start_send(comm, dest, tag, convertor, mode, &r);
+  if (OMPI_SUCCESS != ret) return ret;
+  while (!__atomic_load_n(&r.done, __ATOMIC_ACQUIRE)) opal_progress();
+  return mtl_rdmx_error(r.status.error);
+}
+
+static void mtl_rdmx_prepare_recv(mtl_rdmx_request_t* r, struct ompi_communicator_t* comm,
+                                  struct opal_convertor_t* convertor, void* buf, size_t len,
+                                  bool free_after) {
+  r->kind = MTL_RDMX_RECV;
+  r->state = MTL_RDMX_POSTED;
+  r->comm = comm;
+  r->convertor = convertor;
+  r->buf = buf;
+  r->length = len;
+  r->free_after = free_after;
+  r->rreq = NULL;
+  r->next = NULL;
+}
+
+int mtl_rdmx_irecv(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t* comm, int src,
+                   int tag, struct opal_convertor_t* convertor, mca_mtl_request_t* mtl_request) {
+  (void)mtl;
+  mtl_rdmx_request_t* r = (mtl_rdmx_request_t*)mtl_request;
+  int32_t source = MPI_ANY_SOURCE == src ? RDMX_ANY_SOURCE : mtl_rdmx_world_rank(comm, src);
+  int32_t rtag = MPI_ANY_TAG == tag ? RDMX_ANY_TAG : tag;
+  if (OPAL_UNLIKELY(source < 0 && RDMX_ANY_SOURCE != source)) return OMPI_ERR_BAD_PARAM;
+  void* buf = NULL;
+  size_t len = 0;
+  bool free_after = false;
+  int ret = ompi_mtl_datatype_recv_buf(convertor, &buf, &len, &free_after);
+  if (OPAL_UNLIKELY(OMPI_SUCCESS != ret)) return ret;
+  mtl_rdmx_prepare_recv(r, comm, convertor, buf, len, free_after);
+  OPAL_THREAD_LOCK(&M->lock);
+  int rc = rdmx_irecv(M->ctx, source, comm->c_contextid, rtag, buf, len, mtl_rdmx_completed, r,
+                      &r->rreq);
+  if (OPAL_UNLIKELY(RDMX_OK != rc)) mtl_rdmx_call_failed("rdmx_irecv", rc);
+  mtl_rdmx_request_t* done = mtl_rdmx_take_completed();
+  OPAL_THREAD_UNLOCK(&M->lock);
+  if (OPAL_UNLIKELY(RDMX_OK != rc)) {
+    r->state = MTL_RDMX_IDLE;
+    if (free_after) free(buf);
+  }
+  mtl_rdmx_finish(done);
+  return mtl_rdmx_error(rc);
+}
+
+static void mtl_rdmx_probe_status(struct ompi_communicator_t* comm, const rdmx_status_info_t* st,
+                                  struct ompi_status_public_t* status) {
+  if (MPI_STATUS_IGNORE == status) return;
+  status->MPI_SOURCE = mtl_rdmx_comm_rank(comm, st->source);
+  status->MPI_TAG = st->tag;
+  status->MPI_ERROR = OMPI_SUCCESS;
+  status->_ucount = st->length;
+  status->_cancelled = false;
+}
+
+int mtl_rdmx_iprobe(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t* comm, int src,
+                    int tag, int* flag, struct ompi_status_public_t* status) {
+  (void)mtl;
+  int32_t source = MPI_ANY_SOURCE == src ? RDMX_ANY_SOURCE : mtl_rdmx_world_rank(comm, src);
+  int32_t rtag = MPI_ANY_TAG == tag ? RDMX_ANY_TAG : tag;
+  rdmx_status_info_t st;
+  int found = 0;
+  OPAL_THREAD_LOCK(&M->lock);
+  int rc = rdmx_iprobe(M->ctx, source, comm->c_contextid, rtag, &found, &st);
+  if (OPAL_UNLIKELY(RDMX_OK != rc)) mtl_rdmx_call_failed("rdmx_iprobe", rc);
+  mtl_rdmx_request_t* done = mtl_rdmx_take_completed();
+  OPAL_THREAD_UNLOCK(&M->lock);
+  mtl_rdmx_finish(done);
+  *flag = RDMX_OK == rc && found;
+  if (*flag) mtl_rdmx_probe_status(comm, &st, status);
+  return mtl_rdmx_error(rc);
+}
+
+int mtl_rdmx_improbe(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t* comm, int src,
+                     int tag, int* matched, struct ompi_message_t** message,
+                     struct ompi_status_public_t* status) {
+  (void)mtl;
+  int32_t source = MPI_ANY_SOURCE == src ? RDMX_ANY_SOURCE : mtl_rdmx_world_rank(comm, src);
+  int32_t rtag = MPI_ANY_TAG == tag ? RDMX_ANY_TAG : tag;
+  ompi_message_t* msg = ompi_message_alloc();
+  if (NULL == msg) return OMPI_ERR_OUT_OF_RESOURCE;
+  rdmx_message_t* rmsg = NULL;
+  rdmx_status_info_t st;
+  int found = 0;
+  OPAL_THREAD_LOCK(&M->lock);
+  int rc = rdmx_improbe(M->ctx, source, comm->c_contextid, rtag, &found, &rmsg, &st);
+  if (OPAL_UNLIKELY(RDMX_OK != rc)) mtl_rdmx_call_failed("rdmx_improbe", rc);
+  mtl_rdmx_request_t* done = mtl_rdmx_take_completed();
+  OPAL_THREAD_UNLOCK(&M->lock);
+  mtl_rdmx_finish(done);
+  if (RDMX_OK != rc || !found) {
+    ompi_message_return(msg);
+    *matched = 0;
+    *message = MPI_MESSAGE_NULL;
+    return mtl_rdmx_error(rc);
+  }
+  msg->comm = comm;
+  msg->req_ptr = rmsg;
+  msg->peer = mtl_rdmx_comm_rank(comm, st.source);
+  msg->count = st.length;
+  *matched = 1;
+  *message = msg;
+  mtl_rdmx_probe_status(comm, &st, status);
+  return OMPI_SUCCESS;
+}
+
+int mtl_rdmx_imrecv(struct mca_mtl_base_module_t* mtl, struct opal_convertor_t* convertor,
+                    struct ompi_message_t** message, mca_mtl_request_t* mtl_request) {
+  (void)mtl;
+  mtl_rdmx_request_t* r = (mtl_rdmx_request_t*)mtl_request;
+  ompi_message_t* msg = *message;
+  void* buf = NULL;
+  size_t len = 0;
+  bool free_after = false;
+  int ret = ompi_mtl_datatype_recv_buf(convertor, &buf, &len, &free_after);
+  if (OPAL_UNLIKELY(OMPI_SUCCESS != ret)) return ret;
+  mtl_rdmx_prepare_recv(r, msg->comm, convertor, buf, len, free_after);
+  OPAL_THREAD_LOCK(&M->lock);
+  int rc =
+      rdmx_imrecv(M->ctx, (rdmx_message_t*)msg->req_ptr, buf, len, mtl_rdmx_completed, r, &r->rreq);
+  if (OPAL_UNLIKELY(RDMX_OK != rc)) mtl_rdmx_call_failed("rdmx_imrecv", rc);
+  mtl_rdmx_request_t* done = mtl_rdmx_take_completed();
+  OPAL_THREAD_UNLOCK(&M->lock);
+  if (OPAL_UNLIKELY(RDMX_OK != rc)) {
+    r->state = MTL_RDMX_IDLE;
+    if (free_after) free(buf);
+  } else {
+    ompi_message_return(msg);
+    *message = MPI_MESSAGE_NULL;
+  }
+  mtl_rdmx_finish(done);
+  return mtl_rdmx_error(rc);
+}
+
+/* A receive not yet matched completes as cancelled through its callback; a matched
+ * receive and any send complete normally (_cancelled stays false). */
+int mtl_rdmx_cancel(struct mca_mtl_base_module_t* mtl, mca_mtl_request_t* mtl_request, int flag) {
+  (void)mtl;
+  (void)flag;
+  mtl_rdmx_request_t* r = (mtl_rdmx_request_t*)mtl_request;
+  if (MTL_RDMX_RECV != r->kind) return OMPI_SUCCESS;
+  int rc = RDMX_OK;
+  OPAL_THREAD_LOCK(&M->lock);
+  if (MTL_RDMX_POSTED == r->state && NULL != r->rreq) rc = rdmx_cancel(M->ctx, r->rreq);
+  mtl_rdmx_request_t* done = mtl_rdmx_take_completed();
+  OPAL_THREAD_UNLOCK(&M->lock);
+  mtl_rdmx_finish(done);
+  return mtl_rdmx_error(rc);
+}
