@@ -1,0 +1,14 @@
+// A fixed workload for valgrind --tool=callgrind: N 8-byte send+receive pairs between
+// two loopback contexts. bench/count-instructions divides the counts by N.
+#include <cstdlib>
+
+#include "bench/engine_pair.h"
+
+int main(int argc, char** argv) {
+  long n = argc > 1 ? std::atol(argv[1]) : 10000;
+  rdmx::bench::EnginePair p;
+  uint64_t v = 0, w = 0;
+  // Each round trip is two send+receive pairs.
+  for (long i = 0; i < n / 2; ++i) p.pingpong(&v, &w, sizeof v, 1);
+  return 0;
+}
