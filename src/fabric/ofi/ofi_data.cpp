@@ -1,0 +1,167 @@
+// The data path: receives, sends (injected when they fit the provider's inject size),
+// RDMA READs, and the completion queue. Nothing here allocates or locks: operations
+// take preallocated slots, and errors are described into a fixed buffer.
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "fabric/ofi/ofi_fabric.h"
+#include "rdmx/rdmx.h"
+
+namespace rdmx::ofi {
+namespace {
+
+fabric::Failure wr_failure(int err) {
+  switch (err) {
+    case FI_ECANCELED: return fabric::Failure::Flushed;
+    case FI_ETIMEDOUT: return fabric::Failure::RetryExceeded;
+    case FI_EACCES:
+    case FI_EPERM:
+    case FI_EKEYREJECTED: return fabric::Failure::RemoteAccess;
+    case FI_ETRUNC:
+    case FI_ETOOSMALL:
+    case FI_EMSGSIZE: return fabric::Failure::LocalLength;
+    case FI_ECONNRESET:
+    case FI_ECONNABORTED:
+    case FI_ENOTCONN:
+    case EPIPE:
+    case FI_ESHUTDOWN: return fabric::Failure::Disconnected;
+    case FI_EHOSTUNREACH:
+    case FI_ENETUNREACH:
+    case FI_ECONNREFUSED: return fabric::Failure::Unreachable;
+    case FI_ENODEV: return fabric::Failure::DeviceRemoved;
+    default: return fabric::Failure::Other;
+  }
+}
+
+const char* op_name(Op::Kind k) {
+  switch (k) {
+    case Op::Recv: return "receive";
+    case Op::Send: return "send";
+    case Op::Read: return "RDMA READ";
+  }
+  return "operation";
+}
+
+int post_error(ssize_t rc) {
+  if (rc == -FI_EAGAIN) return RDMX_ERR_AGAIN;
+  if (rc == -FI_ENOTCONN || rc == -FI_ECONNRESET || rc == -EPIPE || rc == -FI_ESHUTDOWN)
+    return RDMX_ERR_PEER_LOST;
+  return RDMX_ERR_FABRIC;
+}
+
+}  // namespace
+
+int Fabric::post_recv(Conn* c, void* buf, uint32_t len, const Region& r, uint64_t wr) {
+  if (!c->ep) {
+    deferred_.push({Completion::WrError, fabric::Failure::Flushed, 0, wr, c->user,
+                    "the connection is closed"});
+    return RDMX_OK;
+  }
+  Op* op = c->rx.take();
+  if (!op) return RDMX_ERR_AGAIN;
+  op->wr = wr;
+  op->kind = Op::Recv;
+  ssize_t rc = fi_recv(c->ep.get(), buf, len, const_cast<void*>(r.desc()), 0, &op->ctx);
+  if (rc) {
+    c->rx.give(op);
+    return post_error(rc);
+  }
+  return RDMX_OK;
+}
+
+int Fabric::send(Conn* c, const fabric::Sge* sge, int n, bool inline_data, uint64_t wr) {
+  if (n < 1 || n > kMaxSge) return RDMX_ERR_INVALID;
+  if (!c->ep || c->state != Conn::State::Up) return RDMX_ERR_PEER_LOST;
+  iovec iov[kMaxSge];
+  void* desc[kMaxSge];
+  uint64_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    iov[i].iov_base = const_cast<void*>(sge[i].addr);
+    iov[i].iov_len = sge[i].len;
+    desc[i] = const_cast<void*>(sge[i].desc);
+    total += sge[i].len;
+  }
+  if (inline_data && total > attrs_.max_inline) return RDMX_ERR_INVALID;
+  Op* op = c->tx.take();
+  if (!op) return RDMX_ERR_AGAIN;
+  op->wr = wr;
+  op->kind = Op::Send;
+  fi_msg msg{};
+  msg.msg_iov = iov;
+  msg.desc = desc;
+  msg.iov_count = size_t(n);
+  msg.context = &op->ctx;
+  uint64_t flags = FI_COMPLETION | (inline_data ? FI_INJECT : 0);
+  ssize_t rc = fi_sendmsg(c->ep.get(), &msg, flags);
+  if (rc) {
+    c->tx.give(op);
+    return post_error(rc);
+  }
+  return RDMX_OK;
+}
+
+int Fabric::read(Conn* c, void* local, uint64_t len, const Region& r, uint64_t raddr, uint64_t rkey,
+                 uint64_t wr) {
+  if (!c->ep || c->state != Conn::State::Up) return RDMX_ERR_PEER_LOST;
+  if (len > attrs_.max_msg_size) return RDMX_ERR_INVALID;
+  Op* op = c->tx.take();
+  if (!op) return RDMX_ERR_AGAIN;
+  op->wr = wr;
+  op->kind = Op::Read;
+  ssize_t rc =
+      fi_read(c->ep.get(), local, len, const_cast<void*>(r.desc()), 0, raddr, rkey, &op->ctx);
+  if (rc) {
+    c->tx.give(op);
+    return post_error(rc);
+  }
+  return RDMX_OK;
+}
+
+int Fabric::poll_cq(Completion* out, int max) {
+  int n = 0;
+  while (n < max && !deferred_.empty()) out[n++] = deferred_.pop();
+  if (n == max) return n;
+  fi_cq_data_entry e[kBatch];
+  ssize_t got = fi_cq_read(cq_.get(), e, size_t(max - n));
+  for (ssize_t i = 0; i < got; ++i) {
+    auto* op = reinterpret_cast<Op*>(e[i].op_context);
+    if (!op || !op->live) continue;  // reported as flushed when its connection closed
+    Conn* c = op->conn;
+    Completion& o = out[n++];
+    o = {Completion::Recv, fabric::Failure::Other, 0, op->wr, c->user, ""};
+    switch (op->kind) {
+      case Op::Recv:
+        o.len = uint32_t(e[i].len);
+        c->rx.give(op);
+        break;
+      case Op::Send:
+        o.kind = Completion::SendDone;
+        c->tx.give(op);
+        break;
+      case Op::Read:
+        o.kind = Completion::ReadDone;
+        c->tx.give(op);
+        break;
+    }
+  }
+  if (got != -FI_EAVAIL) return n;
+  // One error per call: its text lives in cq_text_ until the next call.
+  fi_cq_err_entry err{};
+  if (fi_cq_readerr(cq_.get(), &err, 0) < 0) return n;
+  auto* op = reinterpret_cast<Op*>(err.op_context);
+  if (!op || !op->live) return n;
+  Conn* c = op->conn;
+  const char* prov = fi_cq_strerror(cq_.get(), err.prov_errno, err.err_data, nullptr, 0);
+  std::snprintf(cq_text_, sizeof cq_text_, "%s with %s failed: %s (provider %s: %s)",
+                op_name(op->kind), c->peer.c_str(), fi_strerror(err.err), provider_.c_str(),
+                prov ? prov : "no detail");
+  out[n++] = {Completion::WrError, wr_failure(err.err), 0, op->wr, c->user, cq_text_};
+  (op->kind == Op::Recv ? c->rx : c->tx).give(op);
+  return n;
+}
+
+}  // namespace rdmx::ofi

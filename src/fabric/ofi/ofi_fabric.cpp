@@ -1,0 +1,263 @@
+// Opening a libfabric context: choosing the provider and its domain, the queues, the
+// passive endpoint and the limits every connection inherits; the address blob; memory
+// registration.
+#include "fabric/ofi/ofi_fabric.h"
+
+#include <dirent.h>
+#include <rdma/fi_errno.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/log.h"
+#include "fabric/ofi/ofi_util.h"
+#include "rdmx/rdmx.h"
+
+namespace rdmx::ofi {
+namespace {
+
+constexpr uint32_t kApiVersion = FI_VERSION(1, 17);
+constexpr size_t kCqSize = 16384;
+
+// The providers libfabric offers for FI_EP_MSG here, for error messages.
+std::string msg_providers() {
+  Info hints(fi_allocinfo());
+  if (!hints) return "";
+  hints->ep_attr->type = FI_EP_MSG;
+  fi_info* list = nullptr;
+  if (fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &list) != 0) return "none";
+  Info owner(list);
+  std::vector<std::string> names;
+  for (fi_info* i = list; i; i = i->next)
+    if (std::find(names.begin(), names.end(), i->fabric_attr->prov_name) == names.end())
+      names.push_back(i->fabric_attr->prov_name);
+  std::string out;
+  for (auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+bool rdma_device_present() {
+  DIR* d = ::opendir("/sys/class/infiniband");
+  if (!d) return false;
+  bool found = false;
+  while (dirent* e = ::readdir(d))
+    if (e->d_name[0] != '.') found = true;
+  ::closedir(d);
+  return found;
+}
+
+// Prefers an IPv4 address on a real interface, so that other hosts can reach it.
+fi_info* choose(fi_info* list) {
+  for (fi_info* i = list; i; i = i->next)
+    if (i->addr_format == FI_SOCKADDR_IN && i->domain_attr->name &&
+        std::strcmp(i->domain_attr->name, "lo") != 0)
+      return i;
+  for (fi_info* i = list; i; i = i->next)
+    if (i->addr_format == FI_SOCKADDR_IN) return i;
+  return list;
+}
+
+}  // namespace
+
+void OpTable::init(Conn* c, uint32_t n, Op::Kind default_kind) {
+  ops_ = std::make_unique<Op[]>(n);
+  free_ = std::make_unique<uint32_t[]>(n);
+  size_ = n;
+  free_count_ = n;
+  for (uint32_t i = 0; i < n; ++i) {
+    ops_[i].conn = c;
+    ops_[i].index = i;
+    ops_[i].kind = default_kind;
+    free_[i] = n - 1 - i;
+  }
+}
+
+Fabric::~Fabric() {
+  for (auto& c : conns_) c->ep.reset();
+  for (fid_mr* mr : mrs_) fi_close(&mr->fid);
+  mrs_.clear();
+  if (request_.info) fi_freeinfo(request_.info);
+  pep_.reset();
+  cq_.reset();
+  eq_.reset();
+  domain_.reset();
+  fabric_.reset();
+}
+
+int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
+  rank_ = rank;
+  provider_ = s.ofi_provider.empty() ? "tcp" : s.ofi_provider;
+  // Every connection posts RDMX_CREDITS regular and a few control receives.
+  uint64_t want_rx = std::max<uint64_t>(256, s.credits + 16);
+
+  Info hints(fi_allocinfo());
+  if (!hints) {
+    err = "out of memory for fi_allocinfo";
+    return RDMX_ERR_NO_MEMORY;
+  }
+  hints->ep_attr->type = FI_EP_MSG;
+  hints->caps = FI_MSG | FI_RMA;
+  hints->mode = FI_CONTEXT | FI_CONTEXT2 | FI_RX_CQ_DATA;
+  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  hints->domain_attr->threading = FI_THREAD_DOMAIN;
+  hints->rx_attr->size = want_rx;
+  hints->fabric_attr->prov_name = ::strdup(provider_.c_str());
+
+  fi_info* list = nullptr;
+  int rc = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &list);
+  Info all(list);
+  if (rc == -FI_ENODATA) {
+    // Tell apart "no such provider here" and "the provider cannot meet the queue depth".
+    hints->rx_attr->size = 0;
+    fi_info* plain = nullptr;
+    if (fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &plain) == 0) {
+      Info p(plain);
+      err = "libfabric provider '" + provider_ + "' cannot post " + std::to_string(want_rx) +
+            " receives per connection (at most " + std::to_string(plain->rx_attr->size) +
+            "); lower RDMX_CREDITS";
+      return RDMX_ERR_INVALID;
+    }
+    uint32_t v = fi_version();
+    err = "libfabric " + std::to_string(FI_MAJOR(v)) + "." + std::to_string(FI_MINOR(v)) +
+          " has no usable '" + provider_ +
+          "' provider for FI_EP_MSG endpoints with FI_MSG and FI_RMA (fi_getinfo: " +
+          fi_strerror(-rc) + "); FI_EP_MSG providers here: " + msg_providers();
+    if (provider_ == "verbs" && !rdma_device_present())
+      err +=
+          "; the verbs provider needs an RDMA device and there is none "
+          "(/sys/class/infiniband is empty)";
+    return RDMX_ERR_NO_DEVICE;
+  }
+  if (rc) {
+    err = "fi_getinfo for provider '" + provider_ + "': " + fi_strerror(-rc);
+    return RDMX_ERR_FABRIC;
+  }
+  info_.reset(fi_dupinfo(choose(list)));
+  if (!info_) {
+    err = "out of memory for fi_dupinfo";
+    return RDMX_ERR_NO_MEMORY;
+  }
+  fi_info* info = info_.get();
+
+  uint64_t mode = info->domain_attr->mr_mode;
+  if (mode == FI_MR_BASIC) mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+  mr_local_ = (mode & FI_MR_LOCAL) || (info->mode & FI_LOCAL_MR);
+  mr_virt_addr_ = mode & FI_MR_VIRT_ADDR;
+  mr_prov_key_ = mode & FI_MR_PROV_KEY;
+  rx_depth_ = uint32_t(std::min<size_t>(info->rx_attr->size, 1u << 16));
+  tx_depth_ = uint32_t(std::min<size_t>(info->tx_attr->size, 1u << 16));
+  if (tx_depth_ < 2) {
+    err = "provider '" + provider_ + "' offers a transmit queue of " + std::to_string(tx_depth_) +
+          " entries";
+    return RDMX_ERR_NO_DEVICE;
+  }
+
+  rd_atom_ = uint8_t(std::min<uint64_t>({s.max_rd_atomic, tx_depth_, 255}));
+  attrs_.initiator_depth = rd_atom_;
+  attrs_.responder_resources = rd_atom_;
+  attrs_.max_inline = uint32_t(std::min<size_t>(info->tx_attr->inject_size, 1u << 16));
+  attrs_.max_msg_size = info->ep_attr->max_msg_size;
+  attrs_.max_sge = uint32_t(std::min<size_t>(info->tx_attr->iov_limit, kMaxSge));
+  attrs_.max_send_wr = tx_depth_;
+  attrs_.retry_count = 7;  // libfabric asks for the maximum; not configurable here
+  attrs_.rnr_retry = 7;    // a message without a posted receive waits (retry forever)
+  attrs_.flow_control = true;
+  attrs_.srq = false;
+
+  if ((rc = fi_fabric(info->fabric_attr, fabric_.out(), nullptr))) {
+    err = fi_error("fi_fabric", rc);
+    return RDMX_ERR_FABRIC;
+  }
+  if ((rc = fi_domain(fabric_.get(), info, domain_.out(), nullptr))) {
+    err = fi_error("fi_domain", rc);
+    return RDMX_ERR_FABRIC;
+  }
+  fi_eq_attr eqa{};
+  eqa.wait_obj = FI_WAIT_NONE;
+  if ((rc = fi_eq_open(fabric_.get(), &eqa, eq_.out(), nullptr))) {
+    err = fi_error("fi_eq_open", rc);
+    return RDMX_ERR_FABRIC;
+  }
+  fi_cq_attr cqa{};
+  cqa.format = FI_CQ_FORMAT_DATA;
+  cqa.wait_obj = FI_WAIT_NONE;
+  cqa.size = kCqSize;
+  if (fi_cq_open(domain_.get(), &cqa, cq_.out(), nullptr)) {
+    cqa.size = 0;  // the provider's default
+    if ((rc = fi_cq_open(domain_.get(), &cqa, cq_.out(), nullptr))) {
+      err = fi_error("fi_cq_open", rc);
+      return RDMX_ERR_FABRIC;
+    }
+  }
+  if ((rc = fi_passive_ep(fabric_.get(), info, pep_.out(), nullptr))) {
+    err = fi_error("fi_passive_ep", rc);
+    return RDMX_ERR_FABRIC;
+  }
+  if ((rc = fi_pep_bind(pep_.get(), eq_.fid(), 0))) {
+    err = fi_error("fi_pep_bind", rc);
+    return RDMX_ERR_FABRIC;
+  }
+  if ((rc = fi_listen(pep_.get()))) {
+    err = fi_error("fi_listen", rc);
+    return RDMX_ERR_FABRIC;
+  }
+  size_t cm = 0, cm_len = sizeof cm;
+  rc = fi_getopt(pep_.fid(), FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &cm, &cm_len);
+  cm_data_size_ = rc == 0 ? std::min(cm, kMaxCmData) : 0;
+  if (rc) {
+    err = fi_error("fi_getopt(FI_OPT_CM_DATA_SIZE)", rc);
+    return RDMX_ERR_FABRIC;
+  }
+  if (cm_data_size_ < sizeof(CmHeader) + 8) {
+    err = "provider '" + provider_ + "' carries only " + std::to_string(cm_data_size_) +
+          " bytes of connection data (FI_OPT_CM_DATA_SIZE)";
+    return RDMX_ERR_NO_DEVICE;
+  }
+  uint8_t name[128];
+  size_t name_len = sizeof name;
+  if ((rc = fi_getname(pep_.fid(), name, &name_len))) {
+    err = fi_error("fi_getname", rc);
+    return RDMX_ERR_FABRIC;
+  }
+  listen_addr_ = encode_address(provider_, name, name_len);
+  RDMX_LOG(LogLevel::Info, rank_,
+           "ofi: provider %s, domain %s, listening on %s; mr_mode%s%s%s, inject %u, tx %u, rx "
+           "%u, connect data %zu, read depth %u",
+           provider_.c_str(), info->domain_attr->name, describe_sockaddr(name, name_len).c_str(),
+           mr_local_ ? " local" : "", mr_virt_addr_ ? " virt_addr" : " offsets",
+           mr_prov_key_ ? " prov_key" : " requested_keys", attrs_.max_inline, tx_depth_, rx_depth_,
+           cm_data_size_, attrs_.initiator_depth);
+  return RDMX_OK;
+}
+
+size_t Fabric::address(uint8_t* buf, size_t cap) const {
+  if (buf && cap >= listen_addr_.size()) std::memcpy(buf, listen_addr_.data(), listen_addr_.size());
+  return listen_addr_.size();
+}
+
+int Fabric::reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err) {
+  uint64_t acc = FI_SEND | FI_RECV | FI_READ | FI_WRITE;
+  if (access & fabric::kRemoteRead) acc |= FI_REMOTE_READ;
+  uint64_t key = mr_prov_key_ ? 0 : next_key_++;
+  fid_mr* mr = nullptr;
+  int rc = fi_mr_reg(domain_.get(), addr, len == 0 ? 1 : len, acc, 0, key, 0, &mr, nullptr);
+  if (rc) {
+    err = fi_error("fi_mr_reg", rc) + " (" + std::to_string(len) + " bytes)";
+    return RDMX_ERR_NO_MEMORY;
+  }
+  mrs_.insert(mr);
+  out.mr_ = mr;
+  out.desc_ = fi_mr_desc(mr);
+  out.key_ = fi_mr_key(mr);
+  out.base_ = mr_virt_addr_ ? 0 : reinterpret_cast<uintptr_t>(addr);
+  return RDMX_OK;
+}
+
+void Fabric::dereg(Region& r) {
+  if (!r.mr_) return;
+  mrs_.erase(r.mr_);
+  fi_close(&r.mr_->fid);
+  r = Region{};
+}
+
+}  // namespace rdmx::ofi

@@ -1,0 +1,269 @@
+// The libfabric backend: FI_EP_MSG endpoints over any provider that offers FI_MSG and
+// FI_RMA (tcp by default, verbs where an RDMA device exists; RDMX_OFI_PROVIDER).
+//
+// One context owns one fabric, domain, event queue (connection management), completion
+// queue (every connection's sends, receives and READs) and passive endpoint listening on
+// an ephemeral port. The address blob carries the provider's name and the passive
+// endpoint's address (fi_getname). Connections carry the engine's connect message as
+// fi_connect/fi_accept/fi_reject param data, checked against FI_OPT_CM_DATA_SIZE.
+// Everything is driven from progress(): the queues are read without blocking.
+//
+// Memory registration follows the provider's mr_mode: descriptors are passed where
+// FI_MR_LOCAL asks for them, remote addresses are offsets from the region's base unless
+// FI_MR_VIRT_ADDR, keys are requested (unique per domain) unless FI_MR_PROV_KEY.
+// FI_MR_ENDPOINT is not offered: regions here are shared by all connections.
+//
+// Read depth: libfabric exposes no negotiated RDMA READ depth (the verbs provider asks
+// rdma_cm for the device maximum; tcp serves reads in software without a limit). Each
+// side offers min(RDMX_MAX_RD_ATOMIC, tx_attr->size, 255), never more READs in flight
+// than the cap nor than its transmit queue holds, in a small header this backend puts
+// before the engine's bytes in the param data; a connection's initiator depth and
+// responder resources are the minimum of both offers.
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "core/ring.h"
+#include "fabric/fabric.h"
+#include "fabric/ofi/ofi_resource.h"
+
+namespace rdmx::ofi {
+
+struct Conn;
+
+// One posted operation. The provider may use the leading context (FI_CONTEXT and
+// FI_CONTEXT2 modes); the completion's op_context points back here.
+struct Op {
+  enum Kind : uint8_t { Recv, Send, Read };
+  fi_context2 ctx;
+  Conn* conn = nullptr;
+  uint64_t wr = 0;
+  uint32_t index = 0;
+  Kind kind = Recv;
+  bool live = false;  // posted and not yet reported
+};
+
+// A fixed set of operation slots, sized from the provider's queue depths when the
+// connection is made, so that posting never allocates.
+class OpTable {
+ public:
+  void init(Conn* c, uint32_t n, Op::Kind default_kind);
+  Op* take() {
+    if (free_count_ == 0) return nullptr;
+    Op* op = &ops_[free_[--free_count_]];
+    op->live = true;
+    return op;
+  }
+  void give(Op* op) {
+    op->live = false;
+    free_[free_count_++] = op->index;
+  }
+  uint32_t size() const { return size_; }
+  Op& at(uint32_t i) { return ops_[i]; }
+
+ private:
+  std::unique_ptr<Op[]> ops_;
+  std::unique_ptr<uint32_t[]> free_;
+  uint32_t size_ = 0;
+  uint32_t free_count_ = 0;
+};
+
+struct Conn {
+  enum class State : uint8_t { Created, Connecting, Accepting, Up, Down };
+  Fid<fid_ep> ep;
+  void* user = nullptr;
+  bool active = false;
+  State state = State::Created;
+  uint32_t serial = 0;
+  std::vector<uint8_t> dest;  // active side: the peer's listening address
+  std::string peer;           // that address in words, for messages
+  fabric::ConnAttrs attrs{};  // final once established
+  OpTable tx, rx;
+};
+
+// What this backend puts before the engine's bytes in connect, accept and reject
+// param data.
+struct CmHeader {
+  uint32_t magic;
+  uint8_t version;
+  uint8_t rd_atom;  // READs the sender may have outstanding and serves
+  uint16_t reserved;
+};
+inline constexpr uint32_t kCmHeaderMagic = 0x464f5852;  // "RXOF"
+
+// A connection request from the event queue, handed to the engine, which accepts or
+// rejects it before on_connect_request returns.
+struct ConnRequest {
+  fi_info* info = nullptr;  // owned until the request is answered
+  Conn* conn = nullptr;     // the connection created for it, if any
+  uint8_t peer_rd_atom = 1;
+  bool answered = false;
+};
+
+// What poll_cq reports.
+struct Completion {
+  enum Kind : uint8_t { Recv, SendDone, ReadDone, WrError };
+  Kind kind;
+  fabric::Failure failure;
+  uint32_t len;
+  uint64_t wr;
+  void* user;
+  const char* text;
+};
+
+// What poll_eq reports.
+struct CmEvent {
+  enum Kind : uint8_t { ConnectRequest, Established, Rejected, ConnError };
+  Kind kind;
+  fabric::Failure failure;
+  void* user;
+  const uint8_t* data;
+  size_t len;
+  const char* text;
+  const fabric::ConnAttrs* attrs;
+};
+
+class Fabric {
+ public:
+  static constexpr const char* kName = "ofi";
+  using Conn = ofi::Conn;
+  using ConnRequest = ofi::ConnRequest;
+
+  class Region {
+   public:
+    const void* desc() const { return desc_; }
+    uint64_t key() const { return key_; }
+    // An address the peer can READ: virtual, or an offset from the region's base.
+    uint64_t remote_address(const void* p) const { return reinterpret_cast<uintptr_t>(p) - base_; }
+
+   private:
+    friend class Fabric;
+    fid_mr* mr_ = nullptr;
+    void* desc_ = nullptr;
+    uint64_t key_ = 0;
+    uintptr_t base_ = 0;
+  };
+
+  Fabric() = default;
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  int open(const Settings& s, int32_t rank, std::string& err);
+  size_t address(uint8_t* buf, size_t cap) const;
+  // What the engine may put in connect data: the provider's limit less CmHeader.
+  size_t max_connect_data() const { return cm_data_size_ - sizeof(CmHeader); }
+
+  int create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, void* user, Conn** out,
+                  std::string& err);
+  uint32_t qp_num(const Conn* c) const { return c->serial; }
+  int connect(Conn* c, const void* pdata, size_t plen, std::string& err);
+  int accept(Conn* c, ConnRequest* req, const void* pdata, size_t plen, std::string& err);
+  void reject(ConnRequest* req, const void* pdata, size_t plen);
+  void disconnect(Conn* c);
+
+  int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err);
+  void dereg(Region& r);
+
+  int post_recv(Conn* c, void* buf, uint32_t len, const Region& r, uint64_t wr);
+  int send(Conn* c, const fabric::Sge* sge, int n, bool inline_data, uint64_t wr);
+  int read(Conn* c, void* local, uint64_t len, const Region& r, uint64_t raddr, uint64_t rkey,
+           uint64_t wr);
+
+  template <class Sink>
+  int progress(Sink& sink);
+
+  // What this context runs on, for tools and tests.
+  const std::string& provider() const { return provider_; }
+  const fabric::ConnAttrs& conn_attrs() const { return attrs_; }
+
+ private:
+  static constexpr int kBatch = 32;
+  static constexpr size_t kMaxCmData = 512;
+  static constexpr int kMaxSge = 4;
+
+  int poll_cq(Completion* out, int max);
+  bool poll_eq(CmEvent& ev);
+  bool eq_error(CmEvent& ev);
+  void finish_request();
+  int setup_endpoint(Conn* c, fi_info* info, std::string& err);
+  void flush(Conn* c, OpTable& t);
+  Conn* conn_of(fid_t f) const;
+  // Header and engine bytes into cm_out_; returns the total length.
+  size_t wrap(const void* pdata, size_t plen);
+  // Strips a CmHeader from received param data: the engine's bytes and the peer's offer.
+  static const uint8_t* unwrap(const uint8_t* data, size_t& len, uint8_t& rd_atom);
+
+  std::string provider_;
+  Info info_;  // the chosen provider, domain and limits
+  fabric::ConnAttrs attrs_{};
+  size_t cm_data_size_ = 0;
+  bool mr_local_ = false;
+  bool mr_virt_addr_ = false;
+  bool mr_prov_key_ = false;
+  uint64_t next_key_ = 1;
+  uint32_t next_serial_ = 1;
+  uint32_t rx_depth_ = 0;
+  uint32_t tx_depth_ = 0;
+  uint8_t rd_atom_ = 1;
+  int32_t rank_ = 0;
+  std::vector<uint8_t> listen_addr_;
+
+  Fid<fid_fabric> fabric_;
+  Fid<fid_domain> domain_;
+  Fid<fid_eq> eq_;
+  Fid<fid_cq> cq_;
+  Fid<fid_pep> pep_;
+  std::unordered_set<fid_mr*> mrs_;  // closed at teardown if the engine still holds any
+  std::vector<std::unique_ptr<Conn>> conns_;
+
+  ConnRequest request_;
+  Ring<Completion> deferred_{64};  // flushes of operations on closed connections
+  alignas(fi_eq_cm_entry) uint8_t eq_buf_[sizeof(fi_eq_cm_entry) + kMaxCmData];
+  uint8_t err_data_[kMaxCmData];
+  uint8_t cm_out_[kMaxCmData];
+  char eq_text_[320];
+  char cq_text_[320];
+};
+
+template <class Sink>
+int Fabric::progress(Sink& sink) {
+  Completion batch[kBatch];
+  int n = poll_cq(batch, kBatch);
+  for (int i = 0; i < n; ++i) {
+    const Completion& c = batch[i];
+    switch (c.kind) {
+      case Completion::Recv: sink.on_recv(c.user, c.wr, c.len); break;
+      case Completion::SendDone: sink.on_send_done(c.user, c.wr); break;
+      case Completion::ReadDone: sink.on_read_done(c.user, c.wr); break;
+      case Completion::WrError: sink.on_wr_error(c.user, c.wr, c.failure, c.text); break;
+    }
+  }
+  int handled = n;
+  CmEvent ev;
+  while (poll_eq(ev)) {
+    ++handled;
+    switch (ev.kind) {
+      case CmEvent::ConnectRequest:
+        sink.on_connect_request(&request_, ev.data, ev.len);
+        finish_request();
+        break;
+      case CmEvent::Established: sink.on_established(ev.user, *ev.attrs, ev.data, ev.len); break;
+      case CmEvent::Rejected: sink.on_rejected(ev.user, ev.data, ev.len, ev.text); break;
+      case CmEvent::ConnError: sink.on_conn_error(ev.user, ev.failure, ev.text); break;
+    }
+  }
+  return handled;
+}
+
+}  // namespace rdmx::ofi
