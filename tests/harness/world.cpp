@@ -3,10 +3,12 @@
 #include "harness/process_world.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
-#include <map>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -121,12 +123,38 @@ std::string probe_backend(const std::string& backend) {
   BackendSpec s = spec_of(backend);
   if (s.fabric.empty()) return "unknown backend name";
   if (!s.processes) return "";
-  // Ask the library itself: a one-rank context either comes up or says why not.
-  rdmx_init_params_t p{0, 1, s.fabric.c_str(), 0, s.settings.c_str()};
-  rdmx_context_t* ctx = nullptr;
-  if (rdmx_init(&p, &ctx) != RDMX_OK) return rdmx_last_error(nullptr);
-  rdmx_finalize(ctx);
-  return "";
+  // Ask the library itself: a one-rank context either comes up or says why not. It
+  // runs in a child process: a device opened here would be inherited by every rank
+  // forked later, and the kernel refuses verbs commands from any process but the one
+  // that opened it.
+  int fds[2];
+  if (::pipe(fds) != 0) return "pipe() failed for the backend probe";
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = ::fork();
+  if (pid < 0) return "fork() failed for the backend probe";
+  if (pid == 0) {
+    ::close(fds[0]);
+    rdmx_init_params_t p{0, 1, s.fabric.c_str(), 0, s.settings.c_str()};
+    rdmx_context_t* ctx = nullptr;
+    std::string why;
+    if (rdmx_init(&p, &ctx) != RDMX_OK)
+      why = rdmx_last_error(nullptr);
+    else
+      rdmx_finalize(ctx);
+    if (::write(fds[1], why.data(), why.size()) < 0) _exit(2);
+    _exit(0);
+  }
+  ::close(fds[1]);
+  std::string why;
+  char buf[512];
+  for (ssize_t k; (k = ::read(fds[0], buf, sizeof buf)) > 0;) why.append(buf, size_t(k));
+  ::close(fds[0]);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    return "the probe of backend " + backend + " crashed (status " + std::to_string(st) + ")";
+  return why;
 }
 
 std::string backend_unavailable(const std::string& backend) {

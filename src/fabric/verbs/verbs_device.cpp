@@ -1,0 +1,278 @@
+#include "fabric/verbs/verbs_device.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "rdmx/rdmx.h"
+
+namespace rdmx::verbs {
+namespace {
+
+constexpr uint32_t kInitialCq = 1024;
+constexpr uint32_t kSrqDepth = 4096;
+constexpr int kListenBacklog = 128;
+
+uint32_t mtu_bytes(ibv_mtu m) {
+  switch (m) {
+    case IBV_MTU_256: return 256;
+    case IBV_MTU_512: return 512;
+    case IBV_MTU_1024: return 1024;
+    case IBV_MTU_2048: return 2048;
+    case IBV_MTU_4096: return 4096;
+  }
+  return 0;
+}
+
+// The IP addresses of this machine's interfaces that are up, IPv4 first, loopback and
+// link-local IPv6 left out: the candidates for an RDMA device's address.
+std::vector<sockaddr_storage> candidate_addresses() {
+  std::vector<sockaddr_storage> v4, v6;
+  ifaddrs* all = nullptr;
+  if (getifaddrs(&all) != 0) return {};
+  for (ifaddrs* i = all; i; i = i->ifa_next) {
+    if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
+    sockaddr_storage ss{};
+    if (i->ifa_addr->sa_family == AF_INET) {
+      std::memcpy(&ss, i->ifa_addr, sizeof(sockaddr_in));
+      v4.push_back(ss);
+    } else if (i->ifa_addr->sa_family == AF_INET6) {
+      auto* a6 = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
+      if (IN6_IS_ADDR_LINKLOCAL(&a6->sin6_addr)) continue;
+      std::memcpy(&ss, a6, sizeof(sockaddr_in6));
+      v6.push_back(ss);
+    }
+  }
+  freeifaddrs(all);
+  v4.insert(v4.end(), v6.begin(), v6.end());
+  return v4;
+}
+
+// Why no device was usable, in words that say what to do about it.
+std::string no_device_reason() {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  std::string names;
+  for (int i = 0; list && i < n; ++i) {
+    if (!names.empty()) names += ", ";
+    names += ibv_get_device_name(list[i]);
+  }
+  if (list) ibv_free_device_list(list);
+  if (n == 0)
+    return "no RDMA device on this machine (ibv_get_device_list found none; Soft-RoCE: "
+           "rdma link add rxe0 type rxe netdev eth0)";
+  return "RDMA device(s) " + names +
+         " found, but none has an IP address rdma_cm can bind (configure an address on the "
+         "device's network interface)";
+}
+
+}  // namespace
+
+std::string format_address(const sockaddr* sa) {
+  char ip[INET6_ADDRSTRLEN] = "?";
+  uint16_t port = 0;
+  if (sa->sa_family == AF_INET) {
+    auto* a = reinterpret_cast<const sockaddr_in*>(sa);
+    inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+    port = ntohs(a->sin_port);
+    return std::string(ip) + ":" + std::to_string(port);
+  }
+  if (sa->sa_family == AF_INET6) {
+    auto* a = reinterpret_cast<const sockaddr_in6*>(sa);
+    inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
+    port = ntohs(a->sin6_port);
+  }
+  return "[" + std::string(ip) + "]:" + std::to_string(port);
+}
+
+bool parse_address(const uint8_t* blob, size_t len, WireAddress& out, sockaddr_storage& dst,
+                   std::string& err) {
+  if (!blob || len != sizeof out) {
+    err = "a verbs address is " + std::to_string(sizeof out) + " bytes, this one " +
+          std::to_string(len) + " (is the peer running another rdmx fabric?)";
+    return false;
+  }
+  std::memcpy(&out, blob, sizeof out);
+  if (out.magic != kAddressMagic || out.version != kAddressVersion) {
+    err = "not a verbs address of version " + std::to_string(kAddressVersion);
+    return false;
+  }
+  dst = {};
+  if (out.family == 4) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&dst);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(out.port);
+    std::memcpy(&a->sin_addr, out.ip, 4);
+  } else if (out.family == 6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&dst);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(out.port);
+    std::memcpy(&a->sin6_addr, out.ip, 16);
+  } else {
+    err = "address family " + std::to_string(out.family) + " in a verbs address";
+    return false;
+  }
+  if (out.port == 0 || out.max_qp_rd_atom == 0 || out.max_qp_init_rd_atom == 0) {
+    err = "a verbs address with port " + std::to_string(out.port) + " and read depths " +
+          std::to_string(out.max_qp_rd_atom) + "/" + std::to_string(out.max_qp_init_rd_atom);
+    return false;
+  }
+  return true;
+}
+
+int Device::find_device(std::string& err) {
+  for (const sockaddr_storage& ss : candidate_addresses()) {
+    rdma_cm_id* raw = nullptr;
+    if (rdma_create_id(channel_.get(), &raw, nullptr, RDMA_PS_TCP)) {
+      err = std::string("rdma_create_id failed: ") + std::strerror(errno);
+      return RDMX_ERR_FABRIC;
+    }
+    CmId id(raw);
+    sockaddr_storage bind_to = ss;
+    if (rdma_bind_addr(id.get(), reinterpret_cast<sockaddr*>(&bind_to)) == 0 && id->verbs) {
+      listener_ = std::move(id);
+      local_ = ss;
+      return RDMX_OK;
+    }
+  }
+  err = no_device_reason();
+  return RDMX_ERR_NO_DEVICE;
+}
+
+void Device::find_gid() {
+  ibv_port_attr pa{};
+  if (ibv_query_port(context(), listener_->port_num, &pa) || pa.gid_tbl_len <= 0) return;
+  std::vector<ibv_gid_entry> entries(size_t(pa.gid_tbl_len));
+  ssize_t n = ibv_query_gid_table(context(), entries.data(), entries.size(), 0);
+  uint8_t want[16] = {};
+  if (local_.ss_family == AF_INET) {
+    want[10] = want[11] = 0xff;
+    std::memcpy(want + 12, &reinterpret_cast<const sockaddr_in*>(&local_)->sin_addr, 4);
+  } else {
+    std::memcpy(want, &reinterpret_cast<const sockaddr_in6*>(&local_)->sin6_addr, 16);
+  }
+  for (ssize_t i = 0; i < n; ++i) {
+    const ibv_gid_entry& e = entries[size_t(i)];
+    if (e.port_num != listener_->port_num) continue;
+    if (std::memcmp(e.gid.raw, want, 16) == 0) {
+      std::memcpy(gid_, e.gid.raw, 16);
+      return;
+    }
+  }
+  ibv_gid g{};
+  if (ibv_query_gid(context(), listener_->port_num, 0, &g) == 0) std::memcpy(gid_, g.raw, 16);
+}
+
+int Device::open(const Settings& s, std::string& err) {
+  channel_.reset(rdma_create_event_channel());
+  if (!channel_) {
+    int e = errno;
+    err = "cannot open the rdma_cm event channel (" + std::string(std::strerror(e)) +
+          "): " + no_device_reason();
+    return RDMX_ERR_NO_DEVICE;
+  }
+  int fl = fcntl(channel_->fd, F_GETFL);
+  if (fl < 0 || fcntl(channel_->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+    err =
+        std::string("cannot make the rdma_cm event channel non-blocking: ") + std::strerror(errno);
+    return RDMX_ERR_FABRIC;
+  }
+  if (int rc = find_device(err)) return rc;
+  name_ = ibv_get_device_name(context()->device);
+  if (rdma_listen(listener_.get(), kListenBacklog)) {
+    err = "rdma_listen on " + format_address(local_address()) + " failed: " + std::strerror(errno);
+    return RDMX_ERR_FABRIC;
+  }
+  port_ = ntohs(rdma_get_src_port(listener_.get()));
+
+  ibv_device_attr da{};
+  ibv_port_attr pa{};
+  if (ibv_query_device(context(), &da) || ibv_query_port(context(), listener_->port_num, &pa)) {
+    err = "querying " + name_ + " failed: " + std::strerror(errno);
+    return RDMX_ERR_FABRIC;
+  }
+  limits_.max_qp_rd_atom = uint32_t(da.max_qp_rd_atom);
+  limits_.max_qp_init_rd_atom = uint32_t(da.max_qp_init_rd_atom);
+  limits_.max_qp_wr = uint32_t(da.max_qp_wr);
+  limits_.max_sge = uint32_t(da.max_sge);
+  limits_.max_cqe = uint32_t(da.max_cqe);
+  limits_.max_srq_wr = uint32_t(da.max_srq_wr);
+  limits_.mtu = mtu_bytes(pa.active_mtu);
+  limits_.max_msg_size = pa.max_msg_sz;
+  limits_.link_layer = pa.link_layer;
+  if (pa.state != IBV_PORT_ACTIVE) {
+    err = name_ + " port " + std::to_string(listener_->port_num) + " is not active";
+    return RDMX_ERR_NO_DEVICE;
+  }
+  find_gid();
+
+  pd_.reset(ibv_alloc_pd(context()));
+  if (!pd_) {
+    err = "ibv_alloc_pd on " + name_ + " failed: " + std::strerror(errno);
+    return RDMX_ERR_NO_MEMORY;
+  }
+  uint32_t cqe = std::min(kInitialCq, limits_.max_cqe);
+  cq_.reset(ibv_create_cq(context(), int(cqe), nullptr, nullptr, 0));
+  if (!cq_) {
+    err = "ibv_create_cq of " + std::to_string(cqe) + " entries on " + name_ +
+          " failed: " + std::strerror(errno);
+    return RDMX_ERR_NO_MEMORY;
+  }
+  if (s.srq) {
+    srq_depth_ = std::min(kSrqDepth, limits_.max_srq_wr);
+    if (!reserve_cq(srq_depth_, err)) return RDMX_ERR_NO_MEMORY;
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = srq_depth_;
+    sa.attr.max_sge = 1;
+    srq_.reset(ibv_create_srq(pd_.get(), &sa));
+    if (!srq_) {
+      err = "ibv_create_srq of " + std::to_string(srq_depth_) + " entries on " + name_ +
+            " failed: " + std::strerror(errno);
+      return RDMX_ERR_NO_MEMORY;
+    }
+    srq_depth_ = sa.attr.max_wr;
+  }
+  return RDMX_OK;
+}
+
+bool Device::reserve_cq(uint32_t n, std::string& err) {
+  uint32_t need = cq_used_ + n;
+  if (need > uint32_t(cq_->cqe)) {
+    uint32_t want = std::min(std::max(need, uint32_t(cq_->cqe) * 2), limits_.max_cqe);
+    if (want < need || ibv_resize_cq(cq_.get(), int(want))) {
+      err = "the completion queue of " + name_ + " cannot grow to " + std::to_string(need) +
+            " entries (device limit " + std::to_string(limits_.max_cqe) + ")";
+      return false;
+    }
+  }
+  cq_used_ = need;
+  return true;
+}
+
+WireAddress Device::wire_address() const {
+  WireAddress a{};
+  a.magic = kAddressMagic;
+  a.version = kAddressVersion;
+  if (local_.ss_family == AF_INET) {
+    a.family = 4;
+    std::memcpy(a.ip, &reinterpret_cast<const sockaddr_in*>(&local_)->sin_addr, 4);
+  } else {
+    a.family = 6;
+    std::memcpy(a.ip, &reinterpret_cast<const sockaddr_in6*>(&local_)->sin6_addr, 16);
+  }
+  a.port = port_;
+  a.max_qp_rd_atom = uint16_t(std::min<uint32_t>(limits_.max_qp_rd_atom, 0xffff));
+  a.max_qp_init_rd_atom = uint16_t(std::min<uint32_t>(limits_.max_qp_init_rd_atom, 0xffff));
+  a.mtu = uint16_t(limits_.mtu);
+  std::memcpy(a.gid, gid_, 16);
+  return a;
+}
+
+}  // namespace rdmx::verbs

@@ -1,0 +1,224 @@
+// The native verbs/rdma_cm backend: RDMA_PS_TCP connections over RC queue pairs that
+// rdmx creates itself on its own protection domain, one completion queue per device
+// shared by all connections, optionally one shared receive queue.
+//
+// Connection setup follows every field of rdma_conn_param: the private data (56 bytes
+// on connect, 196 on accept), the read depths (the minimum of both devices' limits and
+// RDMX_MAX_RD_ATOMIC, lowered by the passive side, final values from the CM), retry
+// and RNR retry counts, flow_control (exchanged and reported), srq, and qp_num, which is
+// cross-checked against the QP number in the peer's rdmx private data. The QP is moved
+// through INIT, RTR and RTS with rdma_init_qp_attr and ibv_modify_qp.
+//
+// Everything is non-blocking and driven from progress(): the event channel is
+// O_NONBLOCK and the completion queue is polled in batches. The data path (post_recv,
+// send, read, progress) neither allocates nor locks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/ring.h"
+#include "fabric/fabric.h"
+#include "fabric/verbs/verbs_conn.h"
+#include "fabric/verbs/verbs_device.h"
+#include "rdmx/rdmx.h"
+
+namespace rdmx::verbs {
+
+class Fabric {
+ public:
+  static constexpr const char* kName = "verbs";
+  using Conn = verbs::Conn;
+  using ConnRequest = verbs::ConnRequest;
+
+  // A memory registration. It owns its ibv_mr: dereg() or its destruction releases it.
+  class Region {
+   public:
+    const void* desc() const { return mr_.get(); }
+    uint64_t key() const { return mr_ ? mr_->rkey : 0; }
+    uint64_t remote_address(const void* p) const { return reinterpret_cast<uintptr_t>(p); }
+    uint32_t lkey() const { return mr_ ? mr_->lkey : 0; }
+
+   private:
+    friend class Fabric;
+    Mr mr_;
+  };
+
+  // rdma_cm's private data limits for RDMA_PS_TCP.
+  static constexpr size_t kConnectDataMax = 56;
+  static constexpr size_t kAcceptDataMax = 196;
+  static constexpr size_t kRejectDataMax = 148;
+
+  Fabric() = default;
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  int open(const Settings& s, int32_t rank, std::string& err);
+  size_t address(uint8_t* buf, size_t cap) const;
+  size_t max_connect_data() const { return kConnectDataMax; }
+
+  int create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, void* user, Conn** out,
+                  std::string& err);
+  uint32_t qp_num(const Conn* c) const { return c->qp ? c->qp->qp_num : 0; }
+  int connect(Conn* c, const void* pdata, size_t plen, std::string& err);
+  int accept(Conn* c, ConnRequest* req, const void* pdata, size_t plen, std::string& err);
+  void reject(ConnRequest* req, const void* pdata, size_t plen);
+  void disconnect(Conn* c);
+
+  int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err);
+  void dereg(Region& r) { r.mr_.reset(); }
+
+  int post_recv(Conn* c, void* buf, uint32_t len, const Region& r, uint64_t wr);
+  int send(Conn* c, const fabric::Sge* sge, int n, bool inline_data, uint64_t wr);
+  int read(Conn* c, void* local, uint64_t len, const Region& r, uint64_t raddr, uint64_t rkey,
+           uint64_t wr);
+
+  template <class Sink>
+  int progress(Sink& sink);
+
+  // Shared receive queue (RDMX_SRQ=1). The caller declares, before open(), that it
+  // posts its receive buffers with post_shared_recv(); a completion then names the
+  // connection the message arrived on. Without that declaration open() refuses
+  // RDMX_SRQ=1, since per-connection buffers cannot be told apart in a shared queue.
+  void enable_shared_receive() { shared_receive_ok_ = true; }
+  int post_shared_recv(void* buf, uint32_t len, const Region& r, uint64_t wr);
+
+  const Device& device() const { return dev_; }
+
+ private:
+  // Connection management (verbs_cm.cpp).
+  bool next_outcome(CmOutcome& out);
+  bool read_cm_event();
+  void finish_request();
+  void on_conn_event(Conn* c, int event, int status, const uint8_t* pdata, uint32_t plen,
+                     const rdma_conn_param& param);
+  void on_connect_response(Conn* c, const uint8_t* pdata, uint32_t plen,
+                           const rdma_conn_param& param);
+  void on_connect_request(rdma_cm_id* id, const uint8_t* pdata, uint32_t plen,
+                          const rdma_conn_param& param);
+  void start_connect(Conn* c);
+  bool move_qp(Conn* c, ibv_qp_state to, uint32_t rd_atomic, std::string& err);
+  void to_error(Conn* c);
+  void fail(Conn* c, CmOutcome::Kind kind, fabric::Failure f, std::string why,
+            const uint8_t* pdata = nullptr, uint32_t plen = 0);
+  void close(Conn* c);
+  void peer_gone(Conn* c, fabric::Failure f, std::string why);
+  void device_removed();
+  void settle_setup(Conn* c);
+  void mark_unsettled(Conn* c);
+  void reap(Conn* c);
+  bool create_qp(Conn* c, std::string& err);
+  fabric::ConnAttrs attrs_of(const Conn* c, uint32_t initiator, uint32_t responder,
+                             bool peer_flow_control) const;
+  void housekeeping();
+
+  template <class Sink>
+  void deliver(Sink& sink, CmOutcome& o);
+  template <class Sink>
+  void complete(Sink& sink, const ibv_wc& wc);
+  void fill_why(Conn* c, fabric::Failure f, Slot::Op op, const ibv_wc& wc);
+  static fabric::Failure failure_of(ibv_wc_status s);
+
+  Device dev_;
+  int32_t rank_ = -1;
+  uint32_t init_cap_ = 1;  // min(device max_qp_init_rd_atom, RDMX_MAX_RD_ATOMIC)
+  uint32_t resp_cap_ = 1;  // min(device max_qp_rd_atom, RDMX_MAX_RD_ATOMIC)
+  uint8_t retry_count_ = 7;
+  uint8_t rnr_retry_ = 0;
+  bool flow_control_ = true;
+  bool use_srq_ = false;
+  bool shared_receive_ok_ = false;
+  int resolve_timeout_ms_ = 2000;
+  uint32_t sq_depth_ = 256;
+  uint32_t rq_depth_ = 128;
+  uint32_t max_inline_ = 256;
+  uint32_t progress_calls_ = 0;
+  uint32_t in_setup_ = 0;   // connections between create_conn and established or closed
+  uint32_t unsettled_ = 0;  // closed or gone connections not reaped yet
+  bool device_dead_ = false;
+
+  std::vector<std::unique_ptr<Conn>> conns_;
+  std::unordered_map<uint32_t, Conn*> by_qp_num_;  // for shared receives
+  SlotPool shared_slots_;
+  ConnRequest incoming_;
+  Ring<CmOutcome> pending_{8};
+};
+
+template <class Sink>
+void Fabric::deliver(Sink& sink, CmOutcome& o) {
+  switch (o.kind) {
+    case CmOutcome::ConnectRequest:
+      sink.on_connect_request(&incoming_, o.pdata, o.pdata_len);
+      finish_request();
+      break;
+    case CmOutcome::Established:
+      sink.on_established(o.user, o.attrs, o.pdata_len ? o.pdata : nullptr, o.pdata_len);
+      break;
+    case CmOutcome::Rejected: sink.on_rejected(o.user, o.pdata, o.pdata_len, o.why.c_str()); break;
+    case CmOutcome::ConnError: sink.on_conn_error(o.user, o.failure, o.why.c_str()); break;
+  }
+}
+
+template <class Sink>
+void Fabric::complete(Sink& sink, const ibv_wc& wc) {
+  Slot* s = reinterpret_cast<Slot*>(wc.wr_id);
+  Conn* c = s->conn;
+  Slot::Op op = s->op;
+  uint64_t wr = s->wr;
+  if (op == Slot::SharedRecv) {
+    shared_slots_.give(s);
+    auto it = by_qp_num_.find(wc.qp_num);
+    if (it == by_qp_num_.end()) return;  // a queue pair already destroyed
+    c = it->second;
+  } else {
+    c->slots.give(s);
+  }
+  if (wc.status == IBV_WC_SUCCESS) {
+    switch (op) {
+      case Slot::Recv:
+      case Slot::SharedRecv: sink.on_recv(c->user, wr, wc.byte_len); break;
+      case Slot::Send: sink.on_send_done(c->user, wr); break;
+      case Slot::Read: sink.on_read_done(c->user, wr); break;
+    }
+    return;
+  }
+  fabric::Failure f = c->remote_gone ? c->gone_failure : failure_of(wc.status);
+  fill_why(c, f, op, wc);
+  sink.on_wr_error(c->user, wr, f, c->why);
+}
+
+template <class Sink>
+int Fabric::progress(Sink& sink) {
+  int handled = 0;
+  // Connection events first: a passive connection is reported established before any
+  // of its completions, and a peer's disconnect only after what it sent has arrived.
+  if (!pending_.empty() || in_setup_ || (++progress_calls_ & 15) == 0) {
+    CmOutcome o;
+    while (next_outcome(o)) {
+      ++handled;
+      deliver(sink, o);
+    }
+  }
+  constexpr int kBatch = 32;
+  ibv_wc wc[kBatch];
+  int n = ibv_poll_cq(dev_.cq(), kBatch, wc);
+  if (n < 0) return RDMX_ERR_FABRIC;
+  for (int i = 0; i < n; ++i) complete(sink, wc[i]);
+  handled += n;
+  if (unsettled_) {
+    housekeeping();
+    CmOutcome o;
+    while (!pending_.empty()) {
+      o = pending_.pop();
+      ++handled;
+      deliver(sink, o);
+    }
+  }
+  return handled;
+}
+
+}  // namespace rdmx::verbs
