@@ -74,9 +74,11 @@ static void mtl_rdmx_finish(mtl_rdmx_request_t* list) {
     if (MTL_RDMX_RECV == r->kind) {
       mtl_rdmx_finish_recv(r);
     } else {
+      /* pml cm leaves a send's MPI_ERROR as the request's last user left it. */
       if (r->free_after) free(r->buf);
-      if (RDMX_OK != r->status.error && NULL != r->super.ompi_req)
-        r->super.ompi_req->req_status.MPI_ERROR = mtl_rdmx_mpi_error(r->status.error);
+      if (NULL != r->super.ompi_req)
+        r->super.ompi_req->req_status.MPI_ERROR =
+            RDMX_OK == r->status.error ? OMPI_SUCCESS : mtl_rdmx_mpi_error(r->status.error);
     }
     r->super.completion_callback(&r->super);
   }
