@@ -1,0 +1,116 @@
+/* mpi_pingpong: an MPI latency and bandwidth table between ranks 0 and 1, for any PML
+ * (run it through rdmx with --mca pml cm --mca mtl rdmx).
+ *
+ *   latency:   half the round trip of a blocking ping-pong
+ *   bandwidth: a window of non-blocking sends, acknowledged by a zero-byte reply
+ *
+ * usage: mpi_pingpong [--max-size BYTES] [--iters N] [--window N] */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  size_t max_size;
+  int iters;
+  int window;
+} options_t;
+
+static int parse(int argc, char** argv, options_t* o) {
+  for (int i = 1; i < argc; ++i) {
+    if (i + 1 < argc && 0 == strcmp(argv[i], "--max-size")) {
+      o->max_size = strtoull(argv[++i], NULL, 0);
+    } else if (i + 1 < argc && 0 == strcmp(argv[i], "--iters")) {
+      o->iters = atoi(argv[++i]);
+    } else if (i + 1 < argc && 0 == strcmp(argv[i], "--window")) {
+      o->window = atoi(argv[++i]);
+    } else {
+      return 0;
+    }
+  }
+  return o->max_size >= 1 && o->max_size <= ((size_t)1 << 30) && o->iters >= 1 && o->window >= 1 &&
+         o->window <= 1024;
+}
+
+/* Fewer repetitions for large messages, so the table takes seconds, not minutes. */
+static int reps_for(size_t size, int iters) {
+  int reps = iters;
+  while (reps > 10 && size * (size_t)reps > ((size_t)256 << 20)) reps /= 2;
+  return reps;
+}
+
+static double latency_us(char* buf, size_t size, int reps, int rank) {
+  const int warmup = 10;
+  double start = 0;
+  for (int i = 0; i < warmup + reps; ++i) {
+    if (i == warmup) start = MPI_Wtime();
+    if (rank == 0) {
+      MPI_Send(buf, (int)size, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
+      MPI_Recv(buf, (int)size, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(buf, (int)size, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buf, (int)size, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+    }
+  }
+  return (MPI_Wtime() - start) * 1e6 / (2.0 * reps);
+}
+
+static double bandwidth_mbs(char* buf, size_t size, int reps, int window, int rank,
+                            MPI_Request* reqs) {
+  int rounds = reps / window > 2 ? reps / window : 2;
+  double start = 0;
+  for (int r = 0; r < rounds + 1; ++r) {
+    if (r == 1) start = MPI_Wtime(); /* round 0 warms up */
+    for (int w = 0; w < window; ++w) {
+      if (rank == 0)
+        MPI_Isend(buf, (int)size, MPI_CHAR, 1, 2, MPI_COMM_WORLD, &reqs[w]);
+      else
+        MPI_Irecv(buf, (int)size, MPI_CHAR, 0, 2, MPI_COMM_WORLD, &reqs[w]);
+    }
+    MPI_Waitall(window, reqs, MPI_STATUSES_IGNORE);
+    if (rank == 0)
+      MPI_Recv(NULL, 0, MPI_CHAR, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    else
+      MPI_Send(NULL, 0, MPI_CHAR, 0, 3, MPI_COMM_WORLD);
+  }
+  double secs = MPI_Wtime() - start;
+  return (double)size * window * rounds / secs / 1e6;
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, nprocs = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+  options_t o = {(size_t)4 << 20, 1000, 16};
+  if (!parse(argc, argv, &o) || nprocs < 2) {
+    if (rank == 0)
+      fprintf(stderr,
+              "usage: mpirun -np 2 mpi_pingpong [--max-size BYTES] [--iters N] [--window N]\n");
+    MPI_Finalize();
+    return 2;
+  }
+  char* buf = malloc(o.max_size);
+  MPI_Request* reqs = malloc((size_t)o.window * sizeof *reqs);
+  if (!buf || !reqs) MPI_Abort(MPI_COMM_WORLD, 1);
+  memset(buf, 1, o.max_size);
+  if (rank == 0) printf("%12s %14s %16s\n", "bytes", "latency (us)", "bandwidth (MB/s)");
+  for (size_t size = 1; size <= o.max_size; size *= 4) {
+    if (rank > 1) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      continue;
+    }
+    int reps = reps_for(size, o.iters);
+    double lat = latency_us(buf, size, reps, rank);
+    double bw = bandwidth_mbs(buf, size, reps, o.window, rank, reqs);
+    if (rank == 0) {
+      printf("%12zu %14.2f %16.2f\n", size, lat, bw);
+      fflush(stdout);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  free(buf);
+  free(reqs);
+  MPI_Finalize();
+  return 0;
+}
