@@ -73,7 +73,13 @@ class Engine {
 
  private:
   // Work request ids: the kind in the top byte, then an index or request id.
-  enum WrKind : uint64_t { kWrRecv = 1, kWrInline = 2, kWrBounce = 3, kWrRead = 4 };
+  enum WrKind : uint64_t {
+    kWrRecv = 1,
+    kWrInline = 2,
+    kWrBounce = 3,
+    kWrRead = 4,
+    kWrShared = 5,  // a buffer of the shared receive queue
+  };
   static uint64_t wr_id(WrKind k, uint64_t v) { return uint64_t(k) << 56 | v; }
   static WrKind wr_kind(uint64_t wr) { return WrKind(wr >> 56); }
   static uint64_t wr_value(uint64_t wr) { return wr & ((uint64_t(1) << 56) - 1); }
@@ -84,6 +90,18 @@ class Engine {
   bool setup_link(Link<F>& l, std::string& err);
   void retire(std::unique_ptr<Link<F>> l);
   void check_connect_timeouts();
+
+  // Shared receive queue (engine_setup.h).
+  static constexpr bool kHasSharedReceive = requires(F f, typename F::Region r) {
+    f.enable_shared_receive();
+    f.post_shared_recv(nullptr, uint32_t{}, r, uint64_t{});
+  };
+  int setup_shared_receive(std::string& err);
+  int post_shared(uint64_t index);
+  uint8_t* recv_buffer(Link<F>& l, uint64_t wr) {
+    uint64_t i = wr_value(wr);
+    return wr_kind(wr) == kWrShared ? shared_mem_.get() + i * recv_buf_size_ : l.recv_buf(i);
+  }
 
   // Sending (engine_send.h).
   bool can_send(const Link<F>& l) const {
@@ -99,6 +117,7 @@ class Engine {
   int take_bounce();
 
   // Receiving and matching (engine_recv.h).
+  bool handle_message(Link<F>& l, const uint8_t* b, uint32_t len);
   void handle_eager(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
   void handle_rts(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
   void handle_done(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
@@ -134,6 +153,11 @@ class Engine {
   ObjectPool<Req> requests_;
   ObjectPool<Unexp> unexpected_pool_;
   PayloadPool payloads_;
+
+  // The shared receive queue's buffers (RDMX_SRQ=1).
+  AlignedBuffer shared_mem_;
+  typename F::Region shared_region_{};
+  bool shared_registered_ = false;
 
   // Bounce buffers for eager sends that are too large to go inline.
   AlignedBuffer bounce_mem_;

@@ -18,8 +18,9 @@ template <class F>
 requires fabric::Fabric<F>
 bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
   l.credit_window = uint32_t(settings_.credits);
-  l.recv_bufs = l.credit_window + kCtrlCredits;
   l.recv_buf_size = recv_buf_size_;
+  if (settings_.srq) return true;  // receives come from the shared queue
+  l.recv_bufs = l.credit_window + kCtrlCredits;
   l.recv_mem = alloc_aligned(size_t(l.recv_bufs) * l.recv_buf_size);
   if (!l.recv_mem) {
     err = "out of memory for receive buffers";
@@ -60,7 +61,8 @@ void Engine<F>::connect_peer(Peer<F>& p) {
     m.eager_limit = uint32_t(settings_.eager_limit);
     m.credits = uint16_t(l->credit_window);
     m.ctrl_credits = kCtrlCredits;
-    m.flags = settings_.flow_control ? protocol::kFlowControl : 0;
+    m.flags = uint8_t((settings_.flow_control ? protocol::kFlowControl : 0) |
+                      (settings_.srq ? protocol::kSharedReceive : 0));
     rc = fabric_.connect(l->conn, &m, sizeof m, err);
   }
   Link<F>* raw = l.get();
@@ -124,6 +126,7 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
   l->started = std::chrono::steady_clock::now();
   l->credits = m.credits;
   l->ctrl_credits = m.ctrl_credits;
+  l->peer_shared = m.flags & protocol::kSharedReceive;
   std::string err;
   int rc = fabric_.create_conn(nullptr, 0, req, l.get(), &l->conn, err);
   if (rc == RDMX_OK && !setup_link(*l, err)) rc = RDMX_ERR_NO_MEMORY;
@@ -140,7 +143,8 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
   a.eager_limit = uint32_t(settings_.eager_limit);
   a.credits = uint16_t(l->credit_window);
   a.ctrl_credits = kCtrlCredits;
-  a.flags = settings_.flow_control ? protocol::kFlowControl : 0;
+  a.flags = uint8_t((settings_.flow_control ? protocol::kFlowControl : 0) |
+                    (settings_.srq ? protocol::kSharedReceive : 0));
   p->link = std::move(l);
   ++connecting_;
   rc = fabric_.accept(p->link->conn, req, &a, sizeof a, err);
@@ -177,6 +181,7 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
     }
     l->credits = m.credits;
     l->ctrl_credits = m.ctrl_credits;
+    l->peer_shared = m.flags & protocol::kSharedReceive;
   }
   l->attrs = attrs;
   l->state = Link<F>::State::Open;

@@ -58,54 +58,65 @@ template <class F>
 requires fabric::Fabric<F>
 void Engine<F>::on_recv(void* user, uint64_t wr, uint32_t len) {
   auto* l = static_cast<Link<F>*>(user);
-  if (l->state == Link<F>::State::Closed) return;
-  uint64_t index = wr_value(wr);
-  const uint8_t* b = l->recv_buf(index);
+  bool ctrl = false;
+  if (l->state == Link<F>::State::Open) ctrl = handle_message(*l, recv_buffer(*l, wr), len);
   Peer<F>& p = *l->peer;
+  if (wr_kind(wr) == kWrShared) {
+    // Shared buffers go back to the pool whatever became of the connection.
+    if (int rc = post_shared(wr_value(wr))) error(rc, "reposting a shared receive buffer failed");
+  } else if (l->state == Link<F>::State::Open) {
+    if (int rc = fabric_.post_recv(l->conn, l->recv_buf(wr_value(wr)), l->recv_buf_size,
+                                   l->recv_region, wr)) {
+      fail_link(*l, rc,
+                "reposting a receive buffer for rank " + std::to_string(p.rank) + " failed");
+      return;
+    }
+    if (ctrl)
+      ++l->ctrl_to_return;
+    else if (++l->to_return >= std::max(1u, l->credit_window / 2))
+      l->credit_due = true;
+  }
+  if (l->state == Link<F>::State::Open) pump(p);
+}
+
+// Checks and dispatches one arrived message; true if it was a credit message.
+template <class F>
+requires fabric::Fabric<F>
+bool Engine<F>::handle_message(Link<F>& l, const uint8_t* b, uint32_t len) {
+  Peer<F>& p = *l.peer;
   wire::Header h;
   if (len < sizeof h) {
-    fail_link(*l, RDMX_ERR_PROTOCOL,
+    fail_link(l, RDMX_ERR_PROTOCOL,
               "rank " + std::to_string(p.rank) + " sent a " + std::to_string(len) +
                   "-byte message, shorter than a header");
-    return;
+    return false;
   }
   std::memcpy(&h, b, sizeof h);
-  if (h.version() != wire::kVersion || h.seq != l->recv_seq || h.source != p.rank) {
-    fail_link(*l, RDMX_ERR_PROTOCOL,
+  if (h.version() != wire::kVersion || h.seq != l.recv_seq || h.source != p.rank) {
+    fail_link(l, RDMX_ERR_PROTOCOL,
               "rank " + std::to_string(p.rank) + " sent a message with version " +
                   std::to_string(h.version()) + ", sequence " + std::to_string(h.seq) +
-                  " (expected " + std::to_string(l->recv_seq) + "), source " +
+                  " (expected " + std::to_string(l.recv_seq) + "), source " +
                   std::to_string(h.source));
-    return;
+    return false;
   }
-  ++l->recv_seq;
-  l->credits += h.credits;
-  l->ctrl_credits += h.ctrl_credits;
-  l->may_send = true;
-  bool ctrl = false;
+  ++l.recv_seq;
+  l.credits += h.credits;
+  l.ctrl_credits += h.ctrl_credits;
+  l.may_send = true;
   switch (h.type()) {
-    case wire::Type::Eager: handle_eager(*l, h, b, len); break;
-    case wire::Type::Rts: handle_rts(*l, h, b, len); break;
+    case wire::Type::Eager: handle_eager(l, h, b, len); break;
+    case wire::Type::Rts: handle_rts(l, h, b, len); break;
     case wire::Type::Fin:
-    case wire::Type::SyncAck: handle_done(*l, h, b, len); break;
-    case wire::Type::Credit: ctrl = true; break;
+    case wire::Type::SyncAck: handle_done(l, h, b, len); break;
+    case wire::Type::Credit: return true;
     case wire::Type::Hello: break;
     default:
-      fail_link(*l, RDMX_ERR_PROTOCOL,
+      fail_link(l, RDMX_ERR_PROTOCOL,
                 "rank " + std::to_string(p.rank) + " sent a message of unknown type " +
                     std::to_string(int(h.type())));
   }
-  if (l->state != Link<F>::State::Open) return;
-  if (int rc =
-          fabric_.post_recv(l->conn, l->recv_buf(index), l->recv_buf_size, l->recv_region, wr)) {
-    fail_link(*l, rc, "reposting a receive buffer for rank " + std::to_string(p.rank) + " failed");
-    return;
-  }
-  if (ctrl)
-    ++l->ctrl_to_return;
-  else if (++l->to_return >= std::max(1u, l->credit_window / 2))
-    l->credit_due = true;
-  pump(p);
+  return false;
 }
 
 template <class F>

@@ -132,10 +132,12 @@ bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint32_t ex
   l.to_return = 0;
   l.ctrl_to_return = 0;
   l.credit_due = false;
-  if (ctrl)
-    --l.ctrl_credits;
-  else
-    --l.credits;
+  if (!l.peer_shared) {  // a peer's shared queue has no per-connection credits
+    if (ctrl)
+      --l.ctrl_credits;
+    else
+      --l.credits;
+  }
   ++l.sq_used;
   int rc;
   if (inline_ok) {
@@ -187,7 +189,7 @@ template <class F>
 requires fabric::Fabric<F>
 void Engine<F>::pump(Peer<F>& p) {
   Link<F>* l = p.link.get();
-  if (!l) return;
+  if (!l || (p.control.empty() && p.backlog.empty() && !l->credit_due)) return;
   while (can_send(*l)) {
     if (!p.control.empty()) {
       Control c = p.control.front();

@@ -29,8 +29,17 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
   if (recv_buf_size_ < wire::kMaxControlBytes) recv_buf_size_ = wire::kMaxControlBytes;
   recv_buf_size_ = (recv_buf_size_ + 63) & ~63u;
 
+  if (s.srq) {
+    if constexpr (kHasSharedReceive) {
+      fabric_.enable_shared_receive();
+    } else {
+      err = std::string("RDMX_SRQ=1 is not supported by the ") + F::kName + " fabric";
+      return RDMX_ERR_UNSUPPORTED;
+    }
+  }
   int rc = fabric_.open(s, rank, err);
   if (rc) return rc;
+  if (s.srq && (rc = setup_shared_receive(err))) return rc;
 
   constexpr uint32_t kBounce = 256;
   bounce_mem_ = alloc_aligned(size_t(kBounce) * recv_buf_size_);
@@ -44,6 +53,38 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
   bounce_registered_ = true;
   for (uint32_t i = kBounce; i-- > 0;) bounce_free_.push_back(i);
   return RDMX_OK;
+}
+
+// One pool of receive buffers for all connections: memory grows with the pool, not
+// with the number of peers. Flow control is then the fabric's RNR retry.
+template <class F>
+requires fabric::Fabric<F>
+int Engine<F>::setup_shared_receive(std::string& err) {
+  uint32_t n = uint32_t(settings_.credits) * 4;
+  shared_mem_ = alloc_aligned(size_t(n) * recv_buf_size_);
+  if (!shared_mem_) {
+    err = "out of memory for the shared receive queue";
+    return RDMX_ERR_NO_MEMORY;
+  }
+  if (int rc = fabric_.reg(shared_mem_.get(), size_t(n) * recv_buf_size_, fabric::kLocalWrite,
+                           shared_region_, err))
+    return rc;
+  shared_registered_ = true;
+  for (uint32_t i = 0; i < n; ++i)
+    if (int rc = post_shared(i)) {
+      err = std::string("posting shared receive buffers failed: ") + rdmx_strerror(rc);
+      return rc;
+    }
+  return RDMX_OK;
+}
+
+template <class F>
+requires fabric::Fabric<F>
+int Engine<F>::post_shared(uint64_t index) {
+  if constexpr (kHasSharedReceive)
+    return fabric_.post_shared_recv(shared_mem_.get() + index * recv_buf_size_, recv_buf_size_,
+                                    shared_region_, wr_id(kWrShared, index));
+  return RDMX_ERR_UNSUPPORTED;
 }
 
 template <class F>
@@ -99,6 +140,7 @@ requires fabric::Fabric<F> Engine<F>::~Engine() {
   for (auto& l : graveyard_)
     if (l->recv_registered) fabric_.dereg(l->recv_region);
   if (bounce_registered_) fabric_.dereg(bounce_region_);
+  if (shared_registered_) fabric_.dereg(shared_region_);
 }
 
 template <class F>

@@ -24,9 +24,10 @@ struct Link {
   Peer<F>* peer = nullptr;
   typename F::Conn* conn = nullptr;
   State state = State::Connecting;
-  bool active = false;      // this side connected; it speaks first
-  bool may_send = false;    // passive side: only after the active side's first message
-  bool credit_due = false;  // an explicit credit message should go out
+  bool active = false;       // this side connected; it speaks first
+  bool may_send = false;     // passive side: only after the active side's first message
+  bool credit_due = false;   // an explicit credit message should go out
+  bool peer_shared = false;  // the peer receives from a shared queue: no credits to count
   fabric::ConnAttrs attrs{};
   std::chrono::steady_clock::time_point started{};
 

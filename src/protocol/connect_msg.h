@@ -48,6 +48,9 @@ static_assert(std::is_trivially_copyable_v<CmMessage>);
 inline constexpr uint32_t kCmMagic = 0x584d4452;  // "RDMX"
 inline constexpr uint8_t kCmVersion = 1;
 inline constexpr uint8_t kFlowControl = 0x1;
+// The sender receives from a shared queue: no per-connection credits; its peer sends
+// freely and relies on RNR retry.
+inline constexpr uint8_t kSharedReceive = 0x2;
 // The tightest connect limit among the backends: libfabric verbs' 55 bytes.
 inline constexpr size_t kConnectDataLimit = 55;
 static_assert(sizeof(CmMessage) <= kConnectDataLimit,

@@ -15,9 +15,12 @@ namespace {
 
 TEST_P(EngineTest, CreditExhaustionWithSlowReceiver) {
   constexpr int kN = 500;
+  // With a shared receive queue there are no credits: the fabric's RNR retry holds
+  // the sender instead, and nothing may be lost or reordered either way.
+  bool credits = GetParam().find("-srq") == std::string::npos;
   run(
       2,
-      [](Rank& r) {
+      [credits](Rank& r) {
         if (r.rank == 0) {
           std::vector<uint32_t> v(kN);
           std::vector<rdmx_request_t*> q;
@@ -28,7 +31,9 @@ TEST_P(EngineTest, CreditExhaustionWithSlowReceiver) {
           for (auto* x : q) EXPECT_EQ(r.finish(x).error, RDMX_OK);
           rdmx_stats_t s{};
           rdmx_get_stats(r.ctx, &s);
-          EXPECT_GT(s.credit_stalls, 0u) << "the sender never ran out of credits";
+          if (credits) {
+            EXPECT_GT(s.credit_stalls, 0u) << "the sender never ran out of credits";
+          }
         } else {
           // Do not progress for a while: the sender must queue, not drop or overrun.
           std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -41,7 +46,9 @@ TEST_P(EngineTest, CreditExhaustionWithSlowReceiver) {
           }
           rdmx_stats_t s{};
           rdmx_get_stats(r.ctx, &s);
-          EXPECT_GT(s.credit_messages + 0u, 0u) << "credits were never returned explicitly";
+          if (credits) {
+            EXPECT_GT(s.credit_messages, 0u) << "credits were never returned explicitly";
+          }
         }
       },
       "RDMX_CREDITS=4");
@@ -206,7 +213,9 @@ void stress(Rank& r, int per_pair) {
 
 TEST_P(EngineTest, RandomizedStress) {
   // 100,000 messages in all where the fabric is fast; fewer on emulated RDMA.
-  int total = GetParam() == "loopback" ? 100000 : GetParam() == "ofi-tcp" ? 30000 : 3000;
+  int total = GetParam() == "loopback"                                  ? 100000
+              : GetParam() == "loopback-srq" || GetParam() == "ofi-tcp" ? 30000
+                                                                        : 3000;
   if (const char* n = std::getenv("RDMX_TEST_STRESS_MESSAGES")) total = std::atoi(n);
   run(3, [total](Rank& r) { stress(r, total / 6); });
 }

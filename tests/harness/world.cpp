@@ -113,9 +113,11 @@ struct BackendSpec {
 
 BackendSpec spec_of(const std::string& backend) {
   if (backend == "loopback") return {"loopback", "", false};
+  if (backend == "loopback-srq") return {"loopback", "RDMX_SRQ=1", false};
   if (backend == "ofi-tcp") return {"ofi", "RDMX_OFI_PROVIDER=tcp", true};
   if (backend == "ofi-verbs") return {"ofi", "RDMX_OFI_PROVIDER=verbs", true};
   if (backend == "verbs") return {"verbs", "", true};
+  if (backend == "verbs-srq") return {"verbs", "RDMX_SRQ=1", true};
   return {"", "", false};
 }
 
@@ -169,7 +171,7 @@ std::string backend_unavailable(const std::string& backend) {
 void run_world(const std::string& backend, int n, const std::function<void(Rank&)>& body,
                const std::string& settings, const std::function<std::string(int)>& settings_for) {
   BackendSpec s = spec_of(backend);
-  if (!s.processes) return run_threads(n, body, settings, settings_for);
+  if (!s.processes) return run_threads(n, body, s.settings + "," + settings, settings_for);
   run_processes(
       n, s.fabric,
       [&](int r) {

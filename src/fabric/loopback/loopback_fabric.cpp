@@ -58,8 +58,13 @@ Fabric::~Fabric() {
   ep_->closed = true;
 }
 
-int Fabric::open(const Settings& s, int32_t, std::string&) {
+int Fabric::open(const Settings& s, int32_t, std::string& err) {
+  if (s.srq && !shared_receive_ok_) {
+    err = "RDMX_SRQ=1 needs a caller that posts shared receives";
+    return RDMX_ERR_UNSUPPORTED;
+  }
   ep_ = std::make_shared<EpState>();
+  ep_->shared = s.srq != 0;
   ep_->device_rd_atom = uint32_t(s.loopback_rd_atom);
   ep_->max_inline = uint32_t(s.loopback_max_inline);
   max_rd_atomic_ = uint32_t(s.max_rd_atomic);
@@ -232,6 +237,20 @@ int Fabric::post_recv(Conn* c, void* buf, uint32_t len, const Region&, uint64_t 
   return RDMX_OK;
 }
 
+int Fabric::post_shared_recv(void* buf, uint32_t len, const Region&, uint64_t wr) {
+  std::lock_guard<SpinLock> g(ep_->mu);
+  while (!ep_->parked.empty() && ep_->parked.front().conn->broken) ep_->parked.pop();
+  if (ep_->parked.empty()) {
+    ep_->shared_recvs.push({buf, len, wr});
+    return RDMX_OK;
+  }
+  EpState::Parked m = ep_->parked.pop();
+  uint32_t n = uint32_t(std::min<size_t>(m.data.size(), len));
+  std::memcpy(buf, m.data.data(), n);
+  ep_->complete({Completion::Recv, false, fabric::Failure::Other, n, wr, 0, m.conn->user, m.conn});
+  return RDMX_OK;
+}
+
 int Fabric::send(Conn* c, const fabric::Sge* sge, int n, bool inline_data, uint64_t wr) {
   uint64_t total = 0;
   for (int i = 0; i < n; ++i) total += sge[i].len;
@@ -256,10 +275,19 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, bool inline_data, uint6
       std::lock_guard<SpinLock> g(pe->mu);
       if (p->broken || c->broken) {
         fail = fabric::Failure::Flushed;
-      } else if (p->recvs.empty()) {
+      } else if (pe->shared && pe->shared_recvs.empty()) {
+        EpState::Parked m{p, std::vector<uint8_t>(total)};
+        uint8_t* dst = m.data.data();
+        for (int i = 0; i < n; ++i) {
+          std::memcpy(dst, sge[i].addr, sge[i].len);
+          dst += sge[i].len;
+        }
+        pe->parked.push(std::move(m));
+        ok = true;
+      } else if (!pe->shared && p->recvs.empty()) {
         fail = fabric::Failure::RnrRetryExceeded;  // a credit bug: RNR with rnr_retry 0
       } else {
-        RecvWr r = p->recvs.pop();
+        RecvWr r = pe->shared ? pe->shared_recvs.pop() : p->recvs.pop();
         if (total > r.len) {
           pe->complete(
               {Completion::WrError, false, fabric::Failure::LocalLength, 0, r.wr, 0, p->user, p});

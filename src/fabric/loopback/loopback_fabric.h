@@ -58,6 +58,11 @@ class Fabric {
   template <class Sink>
   int progress(Sink& sink);
 
+  // Shared receive queue (RDMX_SRQ=1): declared before open(); receives are then posted
+  // with post_shared_recv() and serve every connection.
+  void enable_shared_receive() { shared_receive_ok_ = true; }
+  int post_shared_recv(void* buf, uint32_t len, const Region& r, uint64_t wr);
+
   // Connect private data is padded to this size, as rdma_cm does for RDMA_PS_TCP.
   static constexpr size_t kConnectDataMax = 56;
   static constexpr size_t kAcceptDataMax = 196;
@@ -65,6 +70,7 @@ class Fabric {
  private:
   std::shared_ptr<EpState> ep_;
   uint32_t max_rd_atomic_ = 16;
+  bool shared_receive_ok_ = false;
 };
 
 template <class Sink>

@@ -92,6 +92,15 @@ class EpState {
   std::unordered_map<uint64_t, MemRange> regions;
   uint64_t next_key = 1;
   uint32_t next_serial = 1;
+  // Shared receive queue: receives for every connection, and messages that found it
+  // empty, held and delivered when a buffer is posted (as rnr_retry 7 retries forever).
+  bool shared = false;
+  Ring<RecvWr> shared_recvs{64};
+  struct Parked {
+    Conn* conn;
+    std::vector<uint8_t> data;
+  };
+  Ring<Parked> parked{4};
 
   // Queue a completion (ready after the injected delay) or an event. Caller holds mu.
   void complete(Completion c);
