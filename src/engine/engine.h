@@ -20,6 +20,7 @@
 #include "fabric/fabric.h"
 #include "match/posted_queue.h"
 #include "match/unexpected_queue.h"
+#include "protocol/connect_msg.h"
 #include "protocol/wire.h"
 #include "rdmx/rdmx.h"
 
@@ -87,6 +88,7 @@ class Engine {
 
   // Connections (engine_connect.h).
   void connect_peer(Peer<F>& p);
+  protocol::CmMessage offer(protocol::CmKind kind, Link<F>& l);
   bool setup_link(Link<F>& l, std::string& err);
   void retire(std::unique_ptr<Link<F>> l);
   void check_connect_timeouts();
@@ -121,6 +123,10 @@ class Engine {
   void handle_eager(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
   void handle_rts(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
   void handle_done(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
+  [[gnu::always_inline]] Req& new_request(typename Req::Kind kind, rdmx_completion_fn cb,
+                                          void* user, void* buf, uint64_t len, int32_t peer,
+                                          uint32_t cid, int32_t tag);
+  [[gnu::always_inline]] Unexp& new_unexpected(uint64_t length, Link<F>* link);
   void consume(Req& r, Unexp& u);
   void deliver(Req& r, int32_t source, int32_t tag, const void* data, uint64_t len);
   void complete(Req& r);

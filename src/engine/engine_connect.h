@@ -39,6 +39,19 @@ bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
   return true;
 }
 
+// What this side offers a peer in its connect or accept message.
+template <class F>
+requires fabric::Fabric<F> protocol::CmMessage Engine<F>::offer(protocol::CmKind kind, Link<F>& l) {
+  CmMessage m = protocol::make_cm(kind, job_key_, rank_, l.peer->rank);
+  m.qp_num = fabric_.qp_num(l.conn);
+  m.eager_limit = uint32_t(settings_.eager_limit);
+  m.credits = uint16_t(l.credit_window);
+  m.ctrl_credits = kCtrlCredits;
+  m.flags = uint8_t((settings_.flow_control ? protocol::kFlowControl : 0) |
+                    (settings_.srq ? protocol::kSharedReceive : 0));
+  return m;
+}
+
 template <class F>
 requires fabric::Fabric<F>
 void Engine<F>::connect_peer(Peer<F>& p) {
@@ -56,13 +69,7 @@ void Engine<F>::connect_peer(Peer<F>& p) {
   int rc = fabric_.create_conn(p.address.data(), p.address.size(), nullptr, l.get(), &l->conn, err);
   if (rc == RDMX_OK && !setup_link(*l, err)) rc = RDMX_ERR_NO_MEMORY;
   if (rc == RDMX_OK) {
-    CmMessage m = protocol::make_cm(CmKind::Connect, job_key_, rank_, p.rank);
-    m.qp_num = fabric_.qp_num(l->conn);
-    m.eager_limit = uint32_t(settings_.eager_limit);
-    m.credits = uint16_t(l->credit_window);
-    m.ctrl_credits = kCtrlCredits;
-    m.flags = uint8_t((settings_.flow_control ? protocol::kFlowControl : 0) |
-                      (settings_.srq ? protocol::kSharedReceive : 0));
+    CmMessage m = offer(CmKind::Connect, *l);
     rc = fabric_.connect(l->conn, &m, sizeof m, err);
   }
   Link<F>* raw = l.get();
@@ -138,13 +145,7 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
     if (l->conn) retire(std::move(l));
     return;
   }
-  CmMessage a = protocol::make_cm(CmKind::Accept, job_key_, rank_, m.src_rank);
-  a.qp_num = fabric_.qp_num(l->conn);
-  a.eager_limit = uint32_t(settings_.eager_limit);
-  a.credits = uint16_t(l->credit_window);
-  a.ctrl_credits = kCtrlCredits;
-  a.flags = uint8_t((settings_.flow_control ? protocol::kFlowControl : 0) |
-                    (settings_.srq ? protocol::kSharedReceive : 0));
+  CmMessage a = offer(CmKind::Accept, *l);
   p->link = std::move(l);
   ++connecting_;
   rc = fabric_.accept(p->link->conn, req, &a, sizeof a, err);

@@ -19,21 +19,7 @@ int Engine<F>::irecv(int32_t source, uint32_t cid, int32_t tag, void* buf, uint6
                                        " and not RDMX_ANY_SOURCE");
   if (!buf && len)
     return error(RDMX_ERR_INVALID, "irecv: a null buffer with length " + std::to_string(len));
-  Req& r = *requests_.get();
-  r.kind = Req::Kind::Recv;
-  r.state = Req::State::Idle;
-  r.sync = false;
-  r.freed = false;
-  r.registered = false;
-  r.cb = cb;
-  r.user = user;
-  r.status = {source, tag, 0, 0, RDMX_OK};
-  r.buf = buf;
-  r.len = len;
-  r.peer = source;
-  r.cid = cid;
-  r.tag = tag;
-  r.link = nullptr;
+  Req& r = new_request(Req::Kind::Recv, cb, user, buf, len, source, cid, tag);
   *out = &r;
   if (Unexp* u = static_cast<Unexp*>(unexpected_.find(cid, source, tag))) {
     unexpected_.remove(*u);
@@ -143,14 +129,9 @@ void Engine<F>::handle_eager(Link<F>& l, const wire::Header& h, const uint8_t* b
     if (sync) queue_control(p, wire::Type::SyncAck, ref.sender_request);
     return;
   }
-  Unexp& u = *unexpected_pool_.get();
-  u.rendezvous = false;
+  Unexp& u = new_unexpected(h.length, &l);
   u.sync = sync;
-  u.claimed = false;
-  u.length = h.length;
   u.remote = {0, 0, ref.sender_request};
-  u.link = &l;
-  u.self_send = nullptr;
   u.payload = payloads_.get(h.length);
   if (h.length) std::memcpy(u.payload.data, b + off, h.length);
   ++stats_.unexpected;
@@ -174,15 +155,9 @@ void Engine<F>::handle_rts(Link<F>& l, const wire::Header& h, const uint8_t* b, 
     start_read(*r, &l, src, h.tag, h.length, remote);
     return;
   }
-  Unexp& u = *unexpected_pool_.get();
+  Unexp& u = new_unexpected(h.length, &l);
   u.rendezvous = true;
-  u.sync = false;
-  u.claimed = false;
-  u.length = h.length;
   u.remote = remote;
-  u.link = &l;
-  u.self_send = nullptr;
-  u.payload = {};
   ++stats_.unexpected;
   unexpected_.add(u, h.context_id, src, h.tag);
 }
@@ -238,6 +213,46 @@ void Engine<F>::deliver(Req& r, int32_t source, int32_t tag, const void* data, u
   r.peer = source;
   r.status = {source, tag, n, len, len > r.len ? RDMX_ERR_TRUNCATED : RDMX_OK};
   complete(r);
+}
+
+template <class F>
+requires fabric::Fabric<F>
+inline typename Engine<F>::Req& Engine<F>::new_request(typename Req::Kind kind,
+                                                       rdmx_completion_fn cb, void* user, void* buf,
+                                                       uint64_t len, int32_t peer, uint32_t cid,
+                                                       int32_t tag) {
+  Req& r = *requests_.get();
+  r.kind = kind;
+  r.state = Req::State::Idle;
+  r.sync = false;
+  r.freed = false;
+  r.registered = false;
+  r.cb = cb;
+  r.user = user;
+  r.status = {peer, tag, kind == Req::Kind::Send ? len : 0, kind == Req::Kind::Send ? len : 0,
+              RDMX_OK};
+  r.buf = buf;
+  r.len = len;
+  r.peer = peer;
+  r.cid = cid;
+  r.tag = tag;
+  r.link = nullptr;
+  return r;
+}
+
+template <class F>
+requires fabric::Fabric<F>
+inline typename Engine<F>::Unexp& Engine<F>::new_unexpected(uint64_t length, Link<F>* link) {
+  Unexp& u = *unexpected_pool_.get();
+  u.rendezvous = false;
+  u.sync = false;
+  u.claimed = false;
+  u.length = length;
+  u.payload = {};
+  u.remote = {};
+  u.link = link;
+  u.self_send = nullptr;
+  return u;
 }
 
 template <class F>
@@ -301,18 +316,7 @@ int Engine<F>::imrecv(Unexp* u, void* buf, uint64_t len, rdmx_completion_fn cb, 
     return error(RDMX_ERR_INVALID, "imrecv: the message was not claimed by improbe");
   if (!buf && len)
     return error(RDMX_ERR_INVALID, "imrecv: a null buffer with length " + std::to_string(len));
-  Req& r = *requests_.get();
-  r.kind = Req::Kind::Recv;
-  r.state = Req::State::Idle;
-  r.freed = false;
-  r.registered = false;
-  r.cb = cb;
-  r.user = user;
-  r.buf = buf;
-  r.len = len;
-  r.cid = u->cid;
-  r.tag = u->tag;
-  r.link = nullptr;
+  Req& r = new_request(Req::Kind::Recv, cb, user, buf, len, u->source, u->cid, u->tag);
   *out = &r;
   u->claimed = false;
   consume(r, *u);

@@ -22,20 +22,8 @@ int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void* buf, u
     return error(RDMX_ERR_INVALID, "isend: a null buffer with length " + std::to_string(len));
   if (flags & ~RDMX_SEND_SYNC)
     return error(RDMX_ERR_INVALID, "isend: unknown flags " + std::to_string(flags));
-  Req& r = *requests_.get();
-  r.kind = Req::Kind::Send;
-  r.state = Req::State::Idle;
+  Req& r = new_request(Req::Kind::Send, cb, user, const_cast<void*>(buf), len, dest, cid, tag);
   r.sync = flags & RDMX_SEND_SYNC;
-  r.freed = false;
-  r.registered = false;
-  r.cb = cb;
-  r.user = user;
-  r.status = {dest, tag, len, len, RDMX_OK};
-  r.buf = const_cast<void*>(buf);
-  r.len = len;
-  r.peer = dest;
-  r.cid = cid;
-  r.tag = tag;
   *out = &r;
   if (dest == rank_) {
     send_to_self(r);
@@ -241,14 +229,7 @@ void Engine<F>::send_to_self(Req& r) {
     complete(r);
     return;
   }
-  Unexp& u = *unexpected_pool_.get();
-  u.rendezvous = false;
-  u.sync = false;
-  u.claimed = false;
-  u.length = r.len;
-  u.link = nullptr;
-  u.self_send = nullptr;
-  u.payload = {};
+  Unexp& u = new_unexpected(r.len, nullptr);
   if (r.len <= settings_.eager_limit && !r.sync) {
     u.payload = payloads_.get(r.len);
     if (r.len) std::memcpy(u.payload.data, r.buf, r.len);
