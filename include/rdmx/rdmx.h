@@ -92,6 +92,12 @@ typedef struct rdmx_stats {
 } rdmx_stats_t;
 
 RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);
+/* Starts a rank without MPI: reads RDMX_RANK, RDMX_SIZE and RDMX_BOOTSTRAP=host:port
+ * (rank 0 listens there, the others connect), agrees on a job key, initialises the
+ * context over RDMX_FABRIC and adds every peer. Waits at most RDMX_BOOTSTRAP_TIMEOUT_MS
+ * for the other ranks; rdmx_last_error(NULL) says which ranks never came. rdmx_launch
+ * starts local ranks with these variables set. */
+RDMX_API int rdmx_init_bootstrap(rdmx_context_t** ctx);
 RDMX_API int rdmx_finalize(rdmx_context_t* ctx);
 
 /* This context's address, to be given to every peer's rdmx_add_peer. */

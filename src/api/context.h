@@ -44,4 +44,8 @@ std::unique_ptr<Context> make_ofi_context();
 // The fabric RDMX_FABRIC=auto resolves to on this machine, or "" with a reason.
 std::string resolve_auto_fabric(std::string& why);
 
+// Records why an initialisation failed (for rdmx_last_error(NULL)), logs it, and
+// returns code.
+int report_init_failure(int code, const std::string& why);
+
 }  // namespace rdmx

@@ -73,6 +73,8 @@ int guarded(Fn&& fn) {
 
 }  // namespace
 
+int rdmx::report_init_failure(int code, const std::string& why) { return init_failed(code, why); }
+
 extern "C" {
 
 int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** out) {

@@ -5,10 +5,12 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "bootstrap/bootstrap_socket.h"
+
 namespace rdmx {
 namespace {
 
-enum class Kind { Unsigned, Signed, Choice, Text };
+enum class Kind { Unsigned, Signed, Choice, Text, HostPort };
 
 struct Knob {
   const char* name;
@@ -70,6 +72,16 @@ const Knob kKnobs[] = {
     {"RDMX_LOOPBACK_MAX_INLINE", Kind::Unsigned, 0, 4096, nullptr, "128",
      "loopback fabric: the emulated device's inline-send limit in bytes",
      field_of<&Settings::loopback_max_inline>},
+    {"RDMX_RANK", Kind::Signed, 0, INT32_MAX - 1, nullptr, "",
+     "standalone bootstrap (rdmx_init_bootstrap): this process's rank", field_of<&Settings::rank>},
+    {"RDMX_SIZE", Kind::Signed, 1, INT32_MAX, nullptr, "",
+     "standalone bootstrap: the number of ranks", field_of<&Settings::size>},
+    {"RDMX_BOOTSTRAP", Kind::HostPort, 0, 0, nullptr, "",
+     "standalone bootstrap: where rank 0 listens; the other ranks connect there",
+     field_of<&Settings::bootstrap>},
+    {"RDMX_BOOTSTRAP_TIMEOUT_MS", Kind::Unsigned, 100, 3600000, nullptr, "30000",
+     "standalone bootstrap: how long any rank waits for the others before giving up",
+     field_of<&Settings::bootstrap_wait_ms>},
 };
 
 std::string accepted(const Knob& k) {
@@ -79,6 +91,7 @@ std::string accepted(const Knob& k) {
       return "an integer from " + std::to_string(k.min) + " to " + std::to_string(k.max);
     case Kind::Choice: return std::string("one of ") + k.choices;
     case Kind::Text: return "any text";
+    case Kind::HostPort: return "host:port with a port from 1 to 65535";
   }
   return "";
 }
@@ -113,6 +126,13 @@ bool apply(const Knob& k, Settings& s, const std::string& v, std::string& err) {
       *static_cast<std::string*>(f) = v;
       return true;
     case Kind::Text: *static_cast<std::string*>(f) = v; return true;
+    case Kind::HostPort: {
+      std::string host, why;
+      uint16_t port = 0;
+      if (!bootstrap::parse_host_port(v, host, port, why)) return fail();
+      *static_cast<std::string*>(f) = v;
+      return true;
+    }
   }
   return fail();
 }

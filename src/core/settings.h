@@ -22,6 +22,10 @@ struct Settings {
   uint64_t verbose = 0;                 // RDMX_VERBOSE
   uint64_t loopback_rd_atom = 16;       // RDMX_LOOPBACK_DEVICE_RD_ATOM
   uint64_t loopback_max_inline = 128;   // RDMX_LOOPBACK_MAX_INLINE
+  int64_t rank = -1;                    // RDMX_RANK (-1: unset), for rdmx_init_bootstrap
+  int64_t size = -1;                    // RDMX_SIZE (-1: unset)
+  std::string bootstrap = "";           // RDMX_BOOTSTRAP, host:port where rank 0 listens
+  uint64_t bootstrap_wait_ms = 30000;   // RDMX_BOOTSTRAP_TIMEOUT_MS
 
   // Reads every RDMX_* variable from the environment over the defaults. Returns false
   // and fills err with "RDMX_X='v' is not accepted: ..." on the first invalid value.

@@ -1,0 +1,281 @@
+// The standalone bootstrap: ranks agree on a job key and everyone's address, every
+// wait ends at RDMX_BOOTSTRAP_TIMEOUT_MS with the missing ranks named, bad variables
+// are named; and end to end, rdmx_launch starts rdmx_pingpong one rank per process.
+#include <gtest/gtest.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "core/settings.h"
+#include "rdmx/rdmx.h"
+
+namespace rdmx::bootstrap {
+namespace {
+
+uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+Config config(int rank, int size, uint16_t port, uint64_t timeout_ms) {
+  Config c;
+  c.rank = rank;
+  c.size = size;
+  c.host = "127.0.0.1";
+  c.port = port;
+  c.timeout_ms = timeout_ms;
+  return c;
+}
+
+struct Outcome {
+  int rc = -1;
+  std::string err;
+  uint64_t key = 0;
+  std::vector<std::vector<uint8_t>> table;
+};
+
+// One rank: join, then exchange a blob that says who it is.
+Outcome run_rank(const Config& c) {
+  Outcome o;
+  Bootstrap b;
+  o.rc = b.join(c, o.key, o.err);
+  if (o.rc) return o;
+  std::vector<uint8_t> mine(size_t(c.rank) + 1, uint8_t(c.rank));
+  o.rc = b.exchange(mine, o.table, o.err);
+  return o;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+TEST(Bootstrap, RanksAgreeOnAKeyAndEveryAddress) {
+  constexpr int kSize = 4;
+  uint16_t port = free_port();
+  std::vector<Outcome> out(kSize);
+  std::vector<std::thread> t;
+  for (int r = kSize - 1; r >= 0; --r)  // rank 0 last: the others wait for it
+    t.emplace_back([&, r] { out[size_t(r)] = run_rank(config(r, kSize, port, 10000)); });
+  for (auto& x : t) x.join();
+  for (int r = 0; r < kSize; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    ASSERT_EQ(out[size_t(r)].rc, RDMX_OK) << out[size_t(r)].err;
+    EXPECT_NE(out[size_t(r)].key, 0u);
+    EXPECT_EQ(out[size_t(r)].key, out[0].key);
+    ASSERT_EQ(out[size_t(r)].table.size(), size_t(kSize));
+    for (int q = 0; q < kSize; ++q)
+      EXPECT_EQ(out[size_t(r)].table[size_t(q)], std::vector<uint8_t>(size_t(q) + 1, uint8_t(q)));
+  }
+}
+
+TEST(Bootstrap, AMissingRankTimesOutAndIsNamedOnEveryRank) {
+  uint16_t port = free_port();
+  Outcome r0, r1, r3;
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread a([&] { r1 = run_rank(config(1, 4, port, 1500)); });
+  std::thread b([&] { r3 = run_rank(config(3, 4, port, 1500)); });
+  r0 = run_rank(config(0, 4, port, 1500));
+  a.join();
+  b.join();
+  EXPECT_LT(seconds_since(t0), 6.0) << "every wait is bounded";
+  EXPECT_EQ(r0.rc, RDMX_ERR_TIMEOUT);
+  EXPECT_NE(r0.err.find("waiting for rank 2 of 4"), std::string::npos) << r0.err;
+  EXPECT_NE(r0.err.find("RDMX_BOOTSTRAP_TIMEOUT_MS"), std::string::npos) << r0.err;
+  for (Outcome* o : {&r1, &r3}) {
+    EXPECT_NE(o->rc, RDMX_OK);
+    EXPECT_NE(o->err.find("rank 0 gave up"), std::string::npos) << o->err;
+    EXPECT_NE(o->err.find("rank 2"), std::string::npos) << o->err;
+  }
+}
+
+TEST(Bootstrap, WithoutRankZeroTheOthersTimeOut) {
+  uint16_t port = free_port();
+  auto t0 = std::chrono::steady_clock::now();
+  Outcome o = run_rank(config(1, 2, port, 800));
+  EXPECT_LT(seconds_since(t0), 5.0);
+  EXPECT_EQ(o.rc, RDMX_ERR_TIMEOUT);
+  EXPECT_NE(o.err.find("found no rank 0 at 127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << o.err;
+}
+
+TEST(Bootstrap, ASizeMismatchIsNamed) {
+  uint16_t port = free_port();
+  Outcome r0, r1;
+  std::thread a([&] { r1 = run_rank(config(1, 3, port, 5000)); });
+  r0 = run_rank(config(0, 2, port, 5000));
+  a.join();
+  EXPECT_EQ(r0.rc, RDMX_ERR_INVALID);
+  EXPECT_NE(r0.err.find("rank 1 has RDMX_SIZE=3 but rank 0 has RDMX_SIZE=2"), std::string::npos)
+      << r0.err;
+  EXPECT_NE(r1.err.find("RDMX_SIZE=3"), std::string::npos) << r1.err;
+}
+
+TEST(Bootstrap, InvalidOrMissingVariablesAreNamed) {
+  Settings s;
+  std::string err;
+  EXPECT_FALSE(s.set("RDMX_BOOTSTRAP", "nohost", err));
+  EXPECT_EQ(err,
+            "RDMX_BOOTSTRAP='nohost' is not accepted: expected host:port with a port from 1 "
+            "to 65535");
+  EXPECT_FALSE(s.set("RDMX_BOOTSTRAP", "node1:0", err));
+  EXPECT_FALSE(s.set("RDMX_BOOTSTRAP", "node1:70000", err));
+  EXPECT_FALSE(s.set("RDMX_RANK", "-1", err));
+  EXPECT_FALSE(s.set("RDMX_SIZE", "0", err));
+  EXPECT_TRUE(s.set("RDMX_BOOTSTRAP", "[::1]:4000", err));
+  Config c;
+  EXPECT_FALSE(config_from(s, c, err));
+  EXPECT_NE(err.find("RDMX_RANK is not set"), std::string::npos) << err;
+  EXPECT_TRUE(s.set("RDMX_RANK", "2", err));
+  EXPECT_TRUE(s.set("RDMX_SIZE", "2", err));
+  EXPECT_FALSE(config_from(s, c, err));
+  EXPECT_EQ(err, "RDMX_RANK=2 is not below RDMX_SIZE=2");
+  EXPECT_TRUE(s.set("RDMX_RANK", "1", err));
+  ASSERT_TRUE(config_from(s, c, err)) << err;
+  EXPECT_EQ(c.host, "::1");
+  EXPECT_EQ(c.port, 4000);
+}
+
+TEST(Bootstrap, InitBootstrapWithoutVariablesSaysWhatIsMissing) {
+  ::unsetenv("RDMX_RANK");
+  rdmx_context_t* c = nullptr;
+  EXPECT_EQ(rdmx_init_bootstrap(&c), RDMX_ERR_INVALID);
+  EXPECT_EQ(c, nullptr);
+  EXPECT_NE(std::string(rdmx_last_error(nullptr)).find("RDMX_RANK is not set"), std::string::npos)
+      << rdmx_last_error(nullptr);
+}
+
+TEST(Bootstrap, InitBootstrapOfOneRankAddsItself) {
+  std::string where = "127.0.0.1:" + std::to_string(free_port());
+  ::setenv("RDMX_RANK", "0", 1);
+  ::setenv("RDMX_SIZE", "1", 1);
+  ::setenv("RDMX_BOOTSTRAP", where.c_str(), 1);
+  ::setenv("RDMX_FABRIC", "loopback", 1);
+  rdmx_context_t* c = nullptr;
+  int rc = rdmx_init_bootstrap(&c);
+  for (const char* v : {"RDMX_RANK", "RDMX_SIZE", "RDMX_BOOTSTRAP", "RDMX_FABRIC"}) ::unsetenv(v);
+  ASSERT_EQ(rc, RDMX_OK) << rdmx_last_error(nullptr);
+  uint32_t v = 5, got = 0;
+  rdmx_request_t *s = nullptr, *r = nullptr;
+  ASSERT_EQ(rdmx_irecv(c, 0, 0, 1, &got, sizeof got, nullptr, nullptr, &r), RDMX_OK);
+  ASSERT_EQ(rdmx_isend(c, 0, 0, 1, &v, sizeof v, 0, nullptr, nullptr, &s), RDMX_OK);
+  EXPECT_EQ(rdmx_wait(c, r, 5000, nullptr), RDMX_OK);
+  EXPECT_EQ(got, 5u);
+  rdmx_request_free(c, s);
+  rdmx_request_free(c, r);
+  rdmx_finalize(c);
+}
+
+// A program of this build, next to tests/: src/tools/<name>.
+std::string tool(const std::string& name) {
+  char self[PATH_MAX] = {};
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string dir = n > 0 ? std::string(self, size_t(n)) : std::string();
+  dir = dir.substr(0, dir.rfind('/'));  // .../tests
+  if (dir.size() >= 6 && dir.compare(dir.size() - 6, 6, "/.libs") == 0)
+    dir = dir.substr(0, dir.size() - 6);
+  return dir.substr(0, dir.rfind('/')) + "/src/tools/" + name;
+}
+
+struct Child {
+  int status = -1;  // as a shell reports it; -1: killed after the time limit
+  std::string output;
+  double seconds = 0;
+};
+
+// Runs argv with extra environment variables, stdout and stderr captured together.
+Child run_program(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                  int timeout_s) {
+  Child out;
+  int p[2];
+  if (::pipe(p) != 0) return out;
+  auto t0 = std::chrono::steady_clock::now();
+  std::fflush(stdout);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(p[1], 1);
+    ::dup2(p[1], 2);
+    ::close(p[0]);
+    ::close(p[1]);
+    for (auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    std::_Exit(127);
+  }
+  ::close(p[1]);
+  auto deadline = t0 + std::chrono::seconds(timeout_s);
+  char buf[4096];
+  for (;;) {
+    pollfd pf{p[0], POLLIN, 0};
+    if (::poll(&pf, 1, 100) > 0) {
+      ssize_t k = ::read(p[0], buf, sizeof buf);
+      if (k <= 0) break;
+      out.output.append(buf, size_t(k));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      break;
+    }
+  }
+  ::close(p[0]);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  out.seconds = seconds_since(t0);
+  if (WIFEXITED(st)) out.status = WEXITSTATUS(st);
+  if (std::chrono::steady_clock::now() > deadline) out.status = -1;
+  return out;
+}
+
+TEST(Bootstrap, LaunchRunsPingpongOneRankPerProcess) {
+  Child r = run_program({tool("rdmx_launch"), "-n", "2", "--", tool("rdmx_pingpong"), "--max-size",
+                         "65536", "--iters", "20"},
+                        {}, 120);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("(one rank per process, standalone bootstrap)"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("bandwidth (MB/s)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("       65536 "), std::string::npos) << r.output;
+}
+
+TEST(Bootstrap, PingpongRankZeroAloneTimesOutNamingTheMissingRank) {
+  std::string where = "RDMX_BOOTSTRAP=127.0.0.1:" + std::to_string(free_port());
+  Child r =
+      run_program({tool("rdmx_pingpong")},
+                  {"RDMX_RANK=0", "RDMX_SIZE=2", where, "RDMX_BOOTSTRAP_TIMEOUT_MS=1000"}, 30);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_LT(r.seconds, 10.0);
+  EXPECT_NE(r.output.find("waiting for rank 1 of 2 to connect"), std::string::npos) << r.output;
+}
+
+TEST(Bootstrap, LaunchReturnsTheWorstStatusWhenARankNeverComes) {
+  // Rank 1 exits at once without joining: rank 0 times out, and the launcher says so.
+  std::string script = "if [ \"$RDMX_RANK\" = 1 ]; then exit 0; fi; exec " + tool("rdmx_pingpong");
+  Child r = run_program(
+      {tool("rdmx_launch"), "-n", "2", "--timeout-ms", "1000", "--", "/bin/sh", "-c", script}, {},
+      60);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("waiting for rank 1 of 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rdmx_launch: rank 0 exited with status 1"), std::string::npos)
+      << r.output;
+}
+
+}  // namespace
+}  // namespace rdmx::bootstrap
