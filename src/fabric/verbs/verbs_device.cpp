@@ -75,6 +75,8 @@ std::string no_device_reason() {
 
 }  // namespace
 
+std::string errno_text(int e) { return std::strerror(e < 0 ? -e : e); }
+
 std::string format_address(const sockaddr* sa) {
   char ip[INET6_ADDRSTRLEN] = "?";
   uint16_t port = 0;

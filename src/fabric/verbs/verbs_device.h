@@ -52,6 +52,8 @@ bool parse_address(const uint8_t* blob, size_t len, WireAddress& out, sockaddr_s
                    std::string& err);
 // "10.78.0.1:40123", for messages.
 std::string format_address(const sockaddr* sa);
+// strerror of an errno value, or of a negated one as rdma_cm events carry.
+std::string errno_text(int e);
 
 class Device {
  public:

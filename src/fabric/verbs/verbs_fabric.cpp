@@ -1,5 +1,6 @@
-// The verbs backend's setup, memory registration, data path and teardown; connection
-// management is in verbs_cm.cpp.
+// The verbs backend's setup, memory registration, data path and teardown. Connection
+// management is in verbs_cm.cpp, rdma_cm events in verbs_events.cpp, queue pairs in
+// verbs_qp.cpp.
 #include "fabric/verbs/verbs_fabric.h"
 
 #include <algorithm>
@@ -218,7 +219,7 @@ fabric::Failure Fabric::failure_of(ibv_wc_status s) {
 void Fabric::fill_why(Conn* c, fabric::Failure f, Slot::Op op, const ibv_wc& wc) {
   const char* what = op == Slot::Send ? "a SEND" : op == Slot::Read ? "an RDMA READ" : "a receive";
   if (c->remote_gone)
-    std::snprintf(c->why, sizeof c->why, "%s (%s flushed)", c->gone_why.c_str(), what);
+    std::snprintf(c->why, sizeof c->why, "%s", c->gone_why.c_str());
   else
     std::snprintf(c->why, sizeof c->why, "%s: %s (%s, vendor error 0x%x) with %s", what,
                   fabric::failure_name(f), ibv_wc_status_str(wc.status), wc.vendor_err,

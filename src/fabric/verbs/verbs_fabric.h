@@ -91,18 +91,8 @@ class Fabric {
 
  private:
   // Connection management (verbs_cm.cpp).
-  bool next_outcome(CmOutcome& out);
-  bool read_cm_event();
-  void finish_request();
-  void on_conn_event(Conn* c, int event, int status, const uint8_t* pdata, uint32_t plen,
-                     const rdma_conn_param& param);
-  void on_connect_response(Conn* c, const uint8_t* pdata, uint32_t plen,
-                           const rdma_conn_param& param);
-  void on_connect_request(rdma_cm_id* id, const uint8_t* pdata, uint32_t plen,
-                          const rdma_conn_param& param);
   void start_connect(Conn* c);
-  bool move_qp(Conn* c, ibv_qp_state to, uint32_t rd_atomic, std::string& err);
-  void to_error(Conn* c);
+  void finish_request();
   void fail(Conn* c, CmOutcome::Kind kind, fabric::Failure f, std::string why,
             const uint8_t* pdata = nullptr, uint32_t plen = 0);
   void close(Conn* c);
@@ -111,11 +101,26 @@ class Fabric {
   void settle_setup(Conn* c);
   void mark_unsettled(Conn* c);
   void reap(Conn* c);
-  bool create_qp(Conn* c, std::string& err);
-  fabric::ConnAttrs attrs_of(const Conn* c, uint32_t initiator, uint32_t responder,
-                             bool peer_flow_control) const;
   void housekeeping();
 
+  // rdma_cm events (verbs_events.cpp).
+  bool next_outcome(CmOutcome& out);
+  bool read_cm_event();
+  void on_connect_request(rdma_cm_id* id, const uint8_t* pdata, uint32_t plen,
+                          const rdma_conn_param& param);
+  void on_connect_response(Conn* c, const uint8_t* pdata, uint32_t plen,
+                           const rdma_conn_param& param);
+  void on_conn_event(Conn* c, int event, int status, const uint8_t* pdata, uint32_t plen,
+                     const rdma_conn_param& param);
+
+  // Queue pairs (verbs_qp.cpp).
+  bool create_qp(Conn* c, std::string& err);
+  bool move_qp(Conn* c, ibv_qp_state to, uint32_t rd_atomic, std::string& err);
+  void to_error(Conn* c);
+  fabric::ConnAttrs attrs_of(const Conn* c, uint32_t initiator, uint32_t responder,
+                             bool peer_flow_control) const;
+
+  // Completions (verbs_fabric.cpp and below).
   template <class Sink>
   void deliver(Sink& sink, CmOutcome& o);
   template <class Sink>
