@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "core/log.h"
 #include "fabric/ofi/ofi_fabric.h"
 #include "rdmx/rdmx.h"
 
@@ -148,7 +149,11 @@ int Fabric::poll_cq(Completion* out, int max) {
         break;
     }
   }
-  if (got != -FI_EAVAIL) return n;
+  if (got != -FI_EAVAIL) {
+    if (got < 0 && got != -FI_EAGAIN)
+      RDMX_LOG(LogLevel::Error, rank_, "ofi: fi_cq_read: %s", fi_strerror(int(-got)));
+    return n;
+  }
   // One error per call: its text lives in cq_text_ until the next call.
   fi_cq_err_entry err{};
   if (fi_cq_readerr(cq_.get(), &err, 0) < 0) return n;

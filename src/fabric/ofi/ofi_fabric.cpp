@@ -18,6 +18,7 @@ namespace {
 
 constexpr uint32_t kApiVersion = FI_VERSION(1, 17);
 constexpr size_t kCqSize = 16384;
+constexpr uint64_t kMaxQueue = 1024;
 
 // The providers libfabric offers for FI_EP_MSG here, for error messages.
 std::string msg_providers() {
@@ -144,8 +145,13 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   mr_local_ = (mode & FI_MR_LOCAL) || (info->mode & FI_LOCAL_MR);
   mr_virt_addr_ = mode & FI_MR_VIRT_ADDR;
   mr_prov_key_ = mode & FI_MR_PROV_KEY;
-  rx_depth_ = uint32_t(std::min<size_t>(info->rx_attr->size, 1u << 16));
-  tx_depth_ = uint32_t(std::min<size_t>(info->tx_attr->size, 1u << 16));
+  // Providers may offer the device maximum; every connection gets queues of this size,
+  // so ask for what the engine uses (its credit window) and a moderate send queue.
+  if (info->rx_attr->size > std::max<uint64_t>(want_rx, kMaxQueue))
+    info->rx_attr->size = std::max<uint64_t>(want_rx, kMaxQueue);
+  if (info->tx_attr->size > kMaxQueue) info->tx_attr->size = kMaxQueue;
+  rx_depth_ = uint32_t(info->rx_attr->size);
+  tx_depth_ = uint32_t(info->tx_attr->size);
   if (tx_depth_ < 2) {
     err = "provider '" + provider_ + "' offers a transmit queue of " + std::to_string(tx_depth_) +
           " entries";
