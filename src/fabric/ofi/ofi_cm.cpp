@@ -94,7 +94,7 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
                   ? describe_sockaddr(req->info->dest_addr, req->info->dest_addrlen)
                   : std::string("the connecting peer");
     rc = setup_endpoint(c, req->info, err);
-    req->conn = c;
+    if (rc == RDMX_OK) req->conn = c;
     c->attrs = attrs_;
     c->attrs.initiator_depth = std::min<uint32_t>(rd_atom_, req->peer_rd_atom);
     c->attrs.responder_resources = c->attrs.initiator_depth;
