@@ -232,6 +232,77 @@ TEST_F(OfiTcp, PeerKilledMidRendezvousFailsPendingRequestsInBoundedTime) {
   rdmx_finalize(c);
 }
 
+// Messages a peer sent just before it finalized and exited are all delivered, even
+// when they arrive together with the connection's shutdown.
+TEST_F(OfiTcp, MessagesSentBeforeThePeerLeftAreNotLost) {
+  constexpr int kCount = 50;  // within the credit window: the sender never waits
+  int up[2], down[2];
+  ASSERT_EQ(::pipe(up), 0);
+  ASSERT_EQ(::pipe(down), 0);
+  std::fflush(stdout);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(up[0]);
+    ::close(down[1]);
+    rdmx_context_t* c = open_ctx(1, 2, 5);
+    if (!c) _exit(2);
+    auto mine = address_of(c);
+    uint32_t len = uint32_t(mine.size());
+    std::vector<uint8_t> peer(256);
+    if (::write(up[1], &len, 4) != 4 || ::write(up[1], mine.data(), len) != ssize_t(len) ||
+        ::read(down[0], &len, 4) != 4 || len > peer.size() ||
+        ::read(down[0], peer.data(), len) != ssize_t(len))
+      _exit(3);
+    rdmx_add_peer(c, 0, peer.data(), len);
+    for (uint32_t i = 0; i < kCount; ++i) {
+      rdmx_request_t* r = nullptr;
+      if (rdmx_isend(c, 0, 0, 7, &i, sizeof i, 0, nullptr, nullptr, &r) != RDMX_OK ||
+          rdmx_wait(c, r, 20000, nullptr) != RDMX_OK)
+        _exit(4);
+      rdmx_request_free(c, r);
+    }
+    rdmx_finalize(c);
+    _exit(0);
+  }
+  ::close(up[1]);
+  ::close(down[0]);
+  rdmx_context_t* c = open_ctx(0, 2, 5);
+  ASSERT_TRUE(c);
+  uint32_t len = 0;
+  ASSERT_EQ(::read(up[0], &len, 4), 4);
+  std::vector<uint8_t> peer(len);
+  ASSERT_EQ(::read(up[0], peer.data(), len), ssize_t(len));
+  auto mine = address_of(c);
+  len = uint32_t(mine.size());
+  ASSERT_EQ(::write(down[1], &len, 4), 4);
+  ASSERT_EQ(::write(down[1], mine.data(), len), ssize_t(len));
+  rdmx_add_peer(c, 1, peer.data(), peer.size());
+  // Progress until the peer has connected, then let it send everything and leave
+  // while this side does not look.
+  auto deadline = Clock::now() + std::chrono::seconds(20);
+  rdmx_stats_t st{};
+  while (st.connections == 0 && Clock::now() < deadline) {
+    rdmx_progress(c);
+    rdmx_get_stats(c, &st);
+  }
+  ASSERT_EQ(st.connections, 1u);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the sender failed: " << status;
+  for (uint32_t i = 0; i < kCount; ++i) {
+    uint32_t got = ~0u;
+    rdmx_request_t* r = nullptr;
+    ASSERT_EQ(rdmx_irecv(c, 1, 0, 7, &got, sizeof got, nullptr, nullptr, &r), RDMX_OK);
+    rdmx_status_info_t s{};
+    ASSERT_EQ(rdmx_wait(c, r, 10000, &s), RDMX_OK) << "message " << i << " never arrived";
+    EXPECT_EQ(s.error, RDMX_OK) << "message " << i << ": " << rdmx_last_error(c);
+    EXPECT_EQ(got, i);
+    rdmx_request_free(c, r);
+  }
+  rdmx_finalize(c);
+}
+
 #if RDMX_BUILD_OFI
 // A sink that records what the fabric reports and rejects every request.
 struct RecordingSink {

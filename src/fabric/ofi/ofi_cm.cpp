@@ -249,6 +249,7 @@ bool Fabric::poll_eq(CmEvent& ev) {
       return true;
     }
     if (event == FI_SHUTDOWN) {
+      c->closing = true;
       std::snprintf(eq_text_, sizeof eq_text_,
                     "the peer at %s closed the connection (libfabric FI_SHUTDOWN)",
                     c->peer.c_str());
@@ -282,6 +283,7 @@ bool Fabric::eq_error(CmEvent& ev) {
     return false;
   }
   bool connecting = c->state != Conn::State::Up;
+  c->closing = true;
   ev = CmEvent{CmEvent::ConnError,
                failure_of(e.err, connecting),
                c->user,

@@ -160,12 +160,28 @@ int Fabric::poll_cq(Completion* out, int max) {
   auto* op = reinterpret_cast<Op*>(err.op_context);
   if (!op || !op->live) return n;
   Conn* c = op->conn;
+  OpTable& table = op->kind == Op::Recv ? c->rx : c->tx;
+  if (err.err == FI_ECANCELED && c->state != Conn::State::Up) {
+    table.give(op);  // flushed because the connection never came up: its event says why
+    return n;
+  }
+  if (err.err == FI_ECANCELED && c->closing) {
+    // Flushed because the connection went down: the event queue said why.
+    out[n++] = {Completion::WrError, fabric::Failure::Disconnected, 0, op->wr, c->user, eq_text_};
+    table.give(op);
+    return n;
+  }
   const char* prov = fi_cq_strerror(cq_.get(), err.prov_errno, err.err_data, nullptr, 0);
-  std::snprintf(cq_text_, sizeof cq_text_, "%s with %s failed: %s (provider %s: %s)",
-                op_name(op->kind), c->peer.c_str(), fi_strerror(err.err), provider_.c_str(),
-                prov ? prov : "no detail");
+  if (err.err == FI_ECANCELED)
+    std::snprintf(cq_text_, sizeof cq_text_,
+                  "%s with %s was flushed: the connection went down (provider %s: %s)",
+                  op_name(op->kind), c->peer.c_str(), provider_.c_str(), prov ? prov : "no detail");
+  else
+    std::snprintf(cq_text_, sizeof cq_text_, "%s with %s failed: %s (provider %s: %s)",
+                  op_name(op->kind), c->peer.c_str(), fi_strerror(err.err), provider_.c_str(),
+                  prov ? prov : "no detail");
   out[n++] = {Completion::WrError, wr_failure(err.err), 0, op->wr, c->user, cq_text_};
-  (op->kind == Op::Recv ? c->rx : c->tx).give(op);
+  table.give(op);
   return n;
 }
 

@@ -88,6 +88,7 @@ struct Conn {
   std::vector<uint8_t> dest;  // active side: the peer's listening address
   std::string peer;           // that address in words, for messages
   fabric::ConnAttrs attrs{};  // final once established
+  bool closing = false;       // the event queue reported it down; eq_text_ says why
   OpTable tx, rx;
 };
 
@@ -193,6 +194,9 @@ class Fabric {
   static constexpr int kMaxSge = 4;
 
   int poll_cq(Completion* out, int max);
+  // Polls one batch of completions and hands them to sink.
+  template <class Sink>
+  int completions(Sink& sink);
   bool poll_eq(CmEvent& ev);
   bool eq_error(CmEvent& ev);
   void finish_request();
@@ -237,7 +241,7 @@ class Fabric {
 };
 
 template <class Sink>
-int Fabric::progress(Sink& sink) {
+int Fabric::completions(Sink& sink) {
   Completion batch[kBatch];
   int n = poll_cq(batch, kBatch);
   for (int i = 0; i < n; ++i) {
@@ -249,7 +253,12 @@ int Fabric::progress(Sink& sink) {
       case Completion::WrError: sink.on_wr_error(c.user, c.wr, c.failure, c.text); break;
     }
   }
-  int handled = n;
+  return n;
+}
+
+template <class Sink>
+int Fabric::progress(Sink& sink) {
+  int handled = completions(sink);
   CmEvent ev;
   while (poll_eq(ev)) {
     ++handled;
@@ -260,7 +269,11 @@ int Fabric::progress(Sink& sink) {
         break;
       case CmEvent::Established: sink.on_established(ev.user, *ev.attrs, ev.data, ev.len); break;
       case CmEvent::Rejected: sink.on_rejected(ev.user, ev.data, ev.len, ev.text); break;
-      case CmEvent::ConnError: sink.on_conn_error(ev.user, ev.failure, ev.text); break;
+      case CmEvent::ConnError:
+        // What the peer sent before it went away completes first, so none of it is lost.
+        for (int n; (n = completions(sink)) > 0;) handled += n;
+        sink.on_conn_error(ev.user, ev.failure, ev.text);
+        break;
     }
   }
   return handled;
