@@ -3,6 +3,7 @@
 // or many messages unexpected.
 #include <benchmark/benchmark.h>
 
+#include <string>
 #include <vector>
 
 #include "bench/engine_pair.h"
@@ -25,6 +26,19 @@ void BM_PingPongSize(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * state.range(0) * 2);
 }
 BENCHMARK(BM_PingPongSize)->RangeMultiplier(16)->Range(64, 4 << 20);
+
+// The same size sent eagerly (limit = size) and by rendezvous (limit = size - 1):
+// where the two cross is where the eager limit belongs on this fabric.
+void BM_EagerVsRendezvous(benchmark::State& state) {
+  int64_t size = state.range(0);
+  bool eager = state.range(1) != 0;
+  std::string settings = "RDMX_EAGER_LIMIT=" + std::to_string(eager ? size : size - 1);
+  EnginePair p(settings.c_str());
+  std::vector<uint8_t> tx(static_cast<size_t>(size)), rx(tx.size());
+  for (auto _ : state) p.pingpong(tx.data(), rx.data(), tx.size(), 1);
+  state.SetLabel(eager ? "eager" : "rendezvous");
+}
+BENCHMARK(BM_EagerVsRendezvous)->ArgsProduct({{4096, 8192, 16384, 32768, 65536, 262144}, {1, 0}});
 
 // Messages per second: windows of 64 8-byte sends, receives pre-posted.
 void BM_MessageRate(benchmark::State& state) {
