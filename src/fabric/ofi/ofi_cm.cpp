@@ -95,6 +95,7 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
                   : std::string("the connecting peer");
     rc = setup_endpoint(c, req->info, err);
     if (rc == RDMX_OK) req->conn = c;
+    c->early = Ring<Completion>(rx_depth_);  // never grows: at most every receive posted
     c->attrs = attrs_;
     c->attrs.initiator_depth = std::min<uint32_t>(rd_atom_, req->peer_rd_atom);
     c->attrs.responder_resources = c->attrs.initiator_depth;
@@ -221,8 +222,14 @@ bool Fabric::poll_eq(CmEvent& ev) {
     }
     auto* entry = reinterpret_cast<fi_eq_cm_entry*>(eq_buf_);
     size_t dlen = size_t(rc) > sizeof *entry ? size_t(rc) - sizeof *entry : 0;
-    ev = CmEvent{
-        CmEvent::ConnError, fabric::Failure::Other, nullptr, entry->data, dlen, "", nullptr};
+    ev = CmEvent{CmEvent::ConnError,
+                 fabric::Failure::Other,
+                 nullptr,
+                 entry->data,
+                 dlen,
+                 "",
+                 nullptr,
+                 nullptr};
     if (event == FI_CONNREQ) {
       if (request_.info) fi_freeinfo(request_.info);
       request_ = ConnRequest{entry->info, nullptr, 1, false};
@@ -233,6 +240,7 @@ bool Fabric::poll_eq(CmEvent& ev) {
     Conn* c = conn_of(entry->fid);
     if (!c || c->state == Conn::State::Down) continue;  // closed here already
     ev.user = c->user;
+    ev.conn = c;
     if (event == FI_CONNECTED) {
       c->state = Conn::State::Up;
       ev.kind = CmEvent::Established;
@@ -290,7 +298,8 @@ bool Fabric::eq_error(CmEvent& ev) {
                err_data_,
                dlen,
                eq_text_,
-               nullptr};
+               nullptr,
+               c};
   if (e.err == FI_ECONNREFUSED && dlen > 0 && c->active && connecting) {
     std::snprintf(eq_text_, sizeof eq_text_, "%s rejected the connection (libfabric: %s)",
                   c->peer.c_str(), fi_strerror(e.err));

@@ -80,10 +80,12 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, bool inline_data, uint6
   iovec iov[kMaxSge];
   void* desc[kMaxSge];
   uint64_t total = 0;
+  bool described = false;
   for (int i = 0; i < n; ++i) {
     iov[i].iov_base = const_cast<void*>(sge[i].addr);
     iov[i].iov_len = sge[i].len;
     desc[i] = const_cast<void*>(sge[i].desc);
+    described |= desc[i] != nullptr;
     total += sge[i].len;
   }
   if (inline_data && total > attrs_.max_inline) return RDMX_ERR_INVALID;
@@ -93,7 +95,7 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, bool inline_data, uint6
   op->kind = Op::Send;
   fi_msg msg{};
   msg.msg_iov = iov;
-  msg.desc = desc;
+  msg.desc = described ? desc : nullptr;  // some providers read every entry of an array
   msg.iov_count = size_t(n);
   msg.context = &op->ctx;
   uint64_t flags = FI_COMPLETION | (inline_data ? FI_INJECT : 0);
@@ -132,6 +134,13 @@ int Fabric::poll_cq(Completion* out, int max) {
     auto* op = reinterpret_cast<Op*>(e[i].op_context);
     if (!op || !op->live) continue;  // reported as flushed when its connection closed
     Conn* c = op->conn;
+    if (op->kind == Op::Recv && c->state == Conn::State::Accepting) {
+      // A message that overtook the established event (rdma_cm may report it later).
+      c->early.push(
+          {Completion::Recv, fabric::Failure::Other, uint32_t(e[i].len), op->wr, c->user, ""});
+      c->rx.give(op);
+      continue;
+    }
     Completion& o = out[n++];
     o = {Completion::Recv, fabric::Failure::Other, 0, op->wr, c->user, ""};
     switch (op->kind) {

@@ -78,6 +78,17 @@ class OpTable {
   uint32_t free_count_ = 0;
 };
 
+// What poll_cq reports.
+struct Completion {
+  enum Kind : uint8_t { Recv, SendDone, ReadDone, WrError };
+  Kind kind;
+  fabric::Failure failure;
+  uint32_t len;
+  uint64_t wr;
+  void* user;
+  const char* text;
+};
+
 struct Conn {
   enum class State : uint8_t { Created, Connecting, Accepting, Up, Down };
   Fid<fid_ep> ep;
@@ -90,6 +101,9 @@ struct Conn {
   fabric::ConnAttrs attrs{};  // final once established
   bool closing = false;       // the event queue reported it down; eq_text_ says why
   OpTable tx, rx;
+  // Passive side: receives that completed before the connection was reported
+  // established, handed over right after it is (the engine expects that order).
+  Ring<Completion> early{1};
 };
 
 // What this backend puts before the engine's bytes in connect, accept and reject
@@ -111,17 +125,6 @@ struct ConnRequest {
   bool answered = false;
 };
 
-// What poll_cq reports.
-struct Completion {
-  enum Kind : uint8_t { Recv, SendDone, ReadDone, WrError };
-  Kind kind;
-  fabric::Failure failure;
-  uint32_t len;
-  uint64_t wr;
-  void* user;
-  const char* text;
-};
-
 // What poll_eq reports.
 struct CmEvent {
   enum Kind : uint8_t { ConnectRequest, Established, Rejected, ConnError };
@@ -132,6 +135,7 @@ struct CmEvent {
   size_t len;
   const char* text;
   const fabric::ConnAttrs* attrs;
+  Conn* conn;
 };
 
 class Fabric {
@@ -267,7 +271,14 @@ int Fabric::progress(Sink& sink) {
         sink.on_connect_request(&request_, ev.data, ev.len);
         finish_request();
         break;
-      case CmEvent::Established: sink.on_established(ev.user, *ev.attrs, ev.data, ev.len); break;
+      case CmEvent::Established:
+        sink.on_established(ev.user, *ev.attrs, ev.data, ev.len);
+        while (!ev.conn->early.empty()) {
+          Completion c = ev.conn->early.pop();
+          sink.on_recv(c.user, c.wr, c.len);
+          ++handled;
+        }
+        break;
       case CmEvent::Rejected: sink.on_rejected(ev.user, ev.data, ev.len, ev.text); break;
       case CmEvent::ConnError:
         // What the peer sent before it went away completes first, so none of it is lost.
