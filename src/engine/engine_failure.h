@@ -47,7 +47,7 @@ void Engine<F>::fail_link(Link<F>& l, int code, const std::string& why) {
   if (l.state == Link<F>::State::Closed) return;
   if (l.state == Link<F>::State::Connecting) --connecting_;
   l.state = Link<F>::State::Closed;
-  fabric_.disconnect(l.conn);
+  if (l.conn) fabric_.disconnect(l.conn);  // null when create_conn itself failed
   Peer<F>& p = *l.peer;
   if (p.link.get() != &l) return;
   graveyard_.push_back(std::move(p.link));

@@ -44,13 +44,18 @@ template <class F>
 requires fabric::Fabric<F>
 void Engine<F>::on_recv(void* user, uint64_t wr, uint32_t len) {
   auto* l = static_cast<Link<F>*>(user);
-  bool ctrl = false;
-  if (l->state == Link<F>::State::Open) ctrl = handle_message(*l, recv_buffer(*l, wr), len);
+  // Over rdma_cm the active side's first message can reach the passive side before its
+  // ESTABLISHED event: take it; replies wait for the event (the link is not Open yet).
+  auto live = [l] {
+    return l->state == Link<F>::State::Open ||
+           (l->state == Link<F>::State::Connecting && !l->active);
+  };
+  bool ctrl = live() && handle_message(*l, recv_buffer(*l, wr), len);
   Peer<F>& p = *l->peer;
   if (wr_kind(wr) == kWrShared) {
     // Shared buffers go back to the pool whatever became of the connection.
     if (int rc = post_shared(wr_value(wr))) error(rc, "reposting a shared receive buffer failed");
-  } else if (l->state == Link<F>::State::Open) {
+  } else if (live()) {
     if (int rc = fabric_.post_recv(l->conn, l->recv_buf(wr_value(wr)), l->recv_buf_size,
                                    l->recv_region, wr)) {
       fail_link(*l, rc,

@@ -57,6 +57,7 @@ void Engine<F>::schedule_reads(Link<F>& l) {
     auto* dst = static_cast<uint8_t*>(r.buf) + r.read_posted;
     int rc = fabric_.read(l.conn, dst, chunk, r.region, r.remote.address + r.read_posted,
                           r.remote.key, wr_id(kWrRead, ObjectPool<Req>::id_of(&r)));
+    if (rc == RDMX_ERR_AGAIN) return;  // the fabric is full: retried on a completion
     if (rc) {
       fail_link(l, rc,
                 "posting an RDMA READ from rank " + std::to_string(l.peer->rank) + " failed");

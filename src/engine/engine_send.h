@@ -114,19 +114,9 @@ bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint32_t ex
       return false;
     }
   }
-  h.seq = l.send_seq++;
+  h.seq = l.send_seq;
   h.credits = uint16_t(l.to_return);
   h.ctrl_credits = uint8_t(l.ctrl_to_return);
-  l.to_return = 0;
-  l.ctrl_to_return = 0;
-  l.credit_due = false;
-  if (!l.peer_shared) {  // a peer's shared queue has no per-connection credits
-    if (ctrl)
-      --l.ctrl_credits;
-    else
-      --l.credits;
-  }
-  ++l.sq_used;
   int rc;
   if (inline_ok) {
     fabric::Sge sge[3] = {{&h, sizeof h, nullptr},
@@ -146,10 +136,22 @@ bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint32_t ex
     rc = fabric_.send(l.conn, &sge, 1, false, wr_id(kWrBounce, uint64_t(bounce)));
   }
   if (rc != RDMX_OK) {
-    --l.sq_used;
     if (bounce >= 0) bounce_free_.push_back(uint32_t(bounce));
+    if (rc == RDMX_ERR_AGAIN) return false;  // the fabric is full: retried on a completion
     fail_link(l, rc, "posting a send to rank " + std::to_string(l.peer->rank) + " failed");
     return false;
+  }
+  // Posted: the message has its sequence number, and what it returned is paid.
+  ++l.send_seq;
+  ++l.sq_used;
+  l.to_return = 0;
+  l.ctrl_to_return = 0;
+  l.credit_due = false;
+  if (!l.peer_shared) {  // a peer's shared queue has no per-connection credits
+    if (ctrl)
+      --l.ctrl_credits;
+    else
+      --l.credits;
   }
   return true;
 }
