@@ -60,6 +60,10 @@ const Knob kKnobs[] = {
     {"RDMX_SRQ", Kind::Unsigned, 0, 1, nullptr, "0",
      "1 = one shared receive queue per device instead of per-connection receives",
      field_of<&Settings::srq>},
+    {"RDMX_VERBS_DEVICE", Kind::Text, 0, 0, nullptr, "",
+     "verbs fabric: the RDMA device (e.g. mlx5_0, rxe1) or the IP address to use; empty = the "
+     "first device with an IP address",
+     field_of<&Settings::verbs_device>},
     {"RDMX_CONNECT_TIMEOUT_MS", Kind::Unsigned, 100, 3600000, nullptr, "30000",
      "how long a connection attempt may take before its sends fail",
      field_of<&Settings::connect_timeout_ms>},

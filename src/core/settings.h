@@ -18,6 +18,7 @@ struct Settings {
   int64_t rnr_retry = -1;               // RDMX_RNR_RETRY (-1 = auto)
   uint64_t flow_control = 1;            // RDMX_FLOW_CONTROL
   uint64_t srq = 0;                     // RDMX_SRQ
+  std::string verbs_device = "";        // RDMX_VERBS_DEVICE (device name or IP; "" = first)
   uint64_t connect_timeout_ms = 30000;  // RDMX_CONNECT_TIMEOUT_MS
   uint64_t verbose = 0;                 // RDMX_VERBOSE
   uint64_t loopback_rd_atom = 16;       // RDMX_LOOPBACK_DEVICE_RD_ATOM

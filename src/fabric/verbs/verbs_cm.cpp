@@ -265,7 +265,8 @@ void Fabric::device_removed() {
 
 void Fabric::reap(Conn* c) {
   if (c->qp) {
-    by_qp_num_.erase(c->qp->qp_num);
+    // by_qp_num_ keeps naming this connection: a shared receive it consumed may still
+    // complete, and its buffer must go back to the engine (the shell lives on).
     dev_.release_cq(c->cq_entries);
     c->cq_entries = 0;
     c->qp.reset();

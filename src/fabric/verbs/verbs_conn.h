@@ -71,6 +71,7 @@ struct Conn {
   bool confirmed = false;       // the CM reached ESTABLISHED (passive: the RTU arrived)
   bool dreq_deferred = false;   // passive: closed before the RTU; disconnect once it comes
   bool remote_gone = false;     // the peer disconnected: report once the queue is drained
+  bool wr_failed = false;       // a work request has failed on it
   bool reaped = false;          // QP and id destroyed
   bool in_setup = false;        // counted in Fabric::in_setup_
   bool unsettled = false;       // counted in Fabric::unsettled_

@@ -55,8 +55,8 @@ std::vector<sockaddr_storage> candidate_addresses() {
   return v4;
 }
 
-// Why no device was usable, in words that say what to do about it.
-std::string no_device_reason() {
+// The RDMA devices of this machine, "" if none.
+std::string device_names() {
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   std::string names;
@@ -65,7 +65,13 @@ std::string no_device_reason() {
     names += ibv_get_device_name(list[i]);
   }
   if (list) ibv_free_device_list(list);
-  if (n == 0)
+  return names;
+}
+
+// Why no device was usable, in words that say what to do about it.
+std::string no_device_reason() {
+  std::string names = device_names();
+  if (names.empty())
     return "no RDMA device on this machine (ibv_get_device_list found none; Soft-RoCE: "
            "rdma link add rxe0 type rxe netdev eth0)";
   return "RDMA device(s) " + names +
@@ -129,8 +135,24 @@ bool parse_address(const uint8_t* blob, size_t len, WireAddress& out, sockaddr_s
   return true;
 }
 
-int Device::find_device(std::string& err) {
-  for (const sockaddr_storage& ss : candidate_addresses()) {
+// want: a device name, an IP address, or "" for the first device reachable by IP.
+int Device::find_device(const std::string& want, std::string& err) {
+  sockaddr_storage want_ip{};
+  bool by_ip = false;
+  if (!want.empty()) {
+    auto* a4 = reinterpret_cast<sockaddr_in*>(&want_ip);
+    auto* a6 = reinterpret_cast<sockaddr_in6*>(&want_ip);
+    if (inet_pton(AF_INET, want.c_str(), &a4->sin_addr) == 1) {
+      a4->sin_family = AF_INET;
+      by_ip = true;
+    } else if (inet_pton(AF_INET6, want.c_str(), &a6->sin6_addr) == 1) {
+      a6->sin6_family = AF_INET6;
+      by_ip = true;
+    }
+  }
+  std::vector<sockaddr_storage> candidates =
+      by_ip ? std::vector<sockaddr_storage>{want_ip} : candidate_addresses();
+  for (const sockaddr_storage& ss : candidates) {
     rdma_cm_id* raw = nullptr;
     if (rdma_create_id(channel_.get(), &raw, nullptr, RDMA_PS_TCP)) {
       err = std::string("rdma_create_id failed: ") + std::strerror(errno);
@@ -138,13 +160,19 @@ int Device::find_device(std::string& err) {
     }
     CmId id(raw);
     sockaddr_storage bind_to = ss;
-    if (rdma_bind_addr(id.get(), reinterpret_cast<sockaddr*>(&bind_to)) == 0 && id->verbs) {
-      listener_ = std::move(id);
-      local_ = ss;
-      return RDMX_OK;
-    }
+    if (rdma_bind_addr(id.get(), reinterpret_cast<sockaddr*>(&bind_to)) || !id->verbs) continue;
+    if (!want.empty() && !by_ip && want != ibv_get_device_name(id->verbs->device)) continue;
+    listener_ = std::move(id);
+    local_ = ss;
+    return RDMX_OK;
   }
-  err = no_device_reason();
+  if (want.empty()) {
+    err = no_device_reason();
+  } else {
+    std::string names = device_names();
+    err = "RDMX_VERBS_DEVICE=" + want + ": no RDMA device of that name or address that rdma_cm " +
+          "can bind (" + (names.empty() ? "no RDMA device here" : "devices here: " + names) + ")";
+  }
   return RDMX_ERR_NO_DEVICE;
 }
 
@@ -186,7 +214,7 @@ int Device::open(const Settings& s, std::string& err) {
         std::string("cannot make the rdma_cm event channel non-blocking: ") + std::strerror(errno);
     return RDMX_ERR_FABRIC;
   }
-  if (int rc = find_device(err)) return rc;
+  if (int rc = find_device(s.verbs_device, err)) return rc;
   name_ = ibv_get_device_name(context()->device);
   if (rdma_listen(listener_.get(), kListenBacklog)) {
     err = "rdma_listen on " + format_address(local_address()) + " failed: " + std::strerror(errno);

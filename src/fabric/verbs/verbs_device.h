@@ -61,9 +61,10 @@ class Device {
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
-  // Finds the device (the first one with an IP address, in interface order), listens on
-  // an ephemeral port of that address and creates the shared objects. Returns an
-  // RDMX_* code; RDMX_ERR_NO_DEVICE when this machine has no usable RDMA device.
+  // Finds the device (RDMX_VERBS_DEVICE: by name or IP address; else the first one with
+  // an IP address, in interface order), listens on an ephemeral port of that address
+  // and creates the shared objects. Returns an RDMX_* code; RDMX_ERR_NO_DEVICE when
+  // this machine has no usable RDMA device.
   int open(const Settings& s, std::string& err);
 
   rdma_event_channel* channel() const { return channel_.get(); }
@@ -84,7 +85,7 @@ class Device {
   void release_cq(uint32_t n) { cq_used_ -= n; }
 
  private:
-  int find_device(std::string& err);
+  int find_device(const std::string& want, std::string& err);
   void find_gid();
 
   EventChannel channel_;

@@ -34,7 +34,8 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   rnr_retry_ = s.effective_rnr_retry();
   flow_control_ = s.flow_control != 0;
   use_srq_ = s.srq != 0;
-  resolve_timeout_ms_ = int(std::clamp<uint64_t>(s.connect_timeout_ms / 2, 500, 10000));
+  // Address and route resolution each get half of the whole connection's time.
+  resolve_timeout_ms_ = int(std::clamp<uint64_t>(s.connect_timeout_ms / 2, 100, 1800000));
   sq_depth_ = std::min<uint32_t>(256, lim.max_qp_wr);
   rq_depth_ = std::min<uint32_t>(uint32_t(s.credits) + 16, lim.max_qp_wr);
   if (use_srq_) shared_slots_.init(dev_.srq_depth(), nullptr);
@@ -217,6 +218,8 @@ fabric::Failure Fabric::failure_of(ibv_wc_status s) {
 }
 
 void Fabric::fill_why(Conn* c, fabric::Failure f, Slot::Op op, const ibv_wc& wc) {
+  // The first error names its cause: on a completion queue shared by the send and
+  // receive queues, a receive's flush may come before the send-side error behind it.
   const char* what = op == Slot::Send ? "a SEND" : op == Slot::Read ? "an RDMA READ" : "a receive";
   if (c->remote_gone)
     std::snprintf(c->why, sizeof c->why, "%s", c->gone_why.c_str());

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/log.h"
 #include "core/ring.h"
 #include "fabric/fabric.h"
 #include "fabric/verbs/verbs_conn.h"
@@ -124,7 +125,7 @@ class Fabric {
   template <class Sink>
   void deliver(Sink& sink, CmOutcome& o);
   template <class Sink>
-  void complete(Sink& sink, const ibv_wc& wc);
+  void complete(Sink& sink, const ibv_wc* batch, int i, int n);
   void fill_why(Conn* c, fabric::Failure f, Slot::Op op, const ibv_wc& wc);
   static fabric::Failure failure_of(ibv_wc_status s);
 
@@ -169,7 +170,8 @@ void Fabric::deliver(Sink& sink, CmOutcome& o) {
 }
 
 template <class Sink>
-void Fabric::complete(Sink& sink, const ibv_wc& wc) {
+void Fabric::complete(Sink& sink, const ibv_wc* batch, int i, int n) {
+  const ibv_wc& wc = batch[i];
   Slot* s = reinterpret_cast<Slot*>(wc.wr_id);
   Conn* c = s->conn;
   Slot::Op op = s->op;
@@ -191,8 +193,18 @@ void Fabric::complete(Sink& sink, const ibv_wc& wc) {
     }
     return;
   }
-  fabric::Failure f = c->remote_gone ? c->gone_failure : failure_of(wc.status);
-  fill_why(c, f, op, wc);
+  const ibv_wc* cause = &wc;
+  if (wc.status == IBV_WC_WR_FLUSH_ERR && !c->remote_gone && !c->wr_failed)
+    for (int j = i + 1; j < n; ++j)
+      if (batch[j].qp_num == wc.qp_num && batch[j].status != IBV_WC_SUCCESS &&
+          batch[j].status != IBV_WC_WR_FLUSH_ERR) {
+        cause = &batch[j];
+        break;
+      }
+  c->wr_failed = true;
+  fabric::Failure f = c->remote_gone ? c->gone_failure : failure_of(cause->status);
+  fill_why(c, f, cause == &wc ? op : reinterpret_cast<Slot*>(cause->wr_id)->op, *cause);
+  RDMX_LOG(LogLevel::Debug, rank_, "verbs: QP %u: %s", wc.qp_num, c->why);
   sink.on_wr_error(c->user, wr, f, c->why);
 }
 
@@ -212,7 +224,7 @@ int Fabric::progress(Sink& sink) {
   ibv_wc wc[kBatch];
   int n = ibv_poll_cq(dev_.cq(), kBatch, wc);
   if (n < 0) return RDMX_ERR_FABRIC;
-  for (int i = 0; i < n; ++i) complete(sink, wc[i]);
+  for (int i = 0; i < n; ++i) complete(sink, wc, i, n);
   handled += n;
   if (unsettled_) {
     housekeeping();
