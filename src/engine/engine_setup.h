@@ -1,6 +1,7 @@
 // Engine setup, progress and teardown.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -61,6 +62,8 @@ template <class F>
 requires fabric::Fabric<F>
 int Engine<F>::setup_shared_receive(std::string& err) {
   uint32_t n = uint32_t(settings_.credits) * 4;
+  if constexpr (requires { fabric_.shared_receive_depth(); })
+    n = std::min(n, fabric_.shared_receive_depth());
   shared_mem_ = alloc_aligned(size_t(n) * recv_buf_size_);
   if (!shared_mem_) {
     err = "out of memory for the shared receive queue";

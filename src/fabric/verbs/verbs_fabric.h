@@ -89,6 +89,8 @@ class Fabric {
   int post_shared_recv(void* buf, uint32_t len, const Region& r, uint64_t wr);
 
   const Device& device() const { return dev_; }
+  // How many receives the shared queue holds (valid after open()).
+  uint32_t shared_receive_depth() const { return dev_.srq_depth(); }
 
  private:
   // Connection management (verbs_cm.cpp).
