@@ -98,6 +98,37 @@ int mtl_rdmx_progress(void) {
   return n > 0 ? n : 0;
 }
 
+/* Every rdmx call ends the same way: report a failed call, collect the completions it
+ * produced while the lock was held, and hand them to Open MPI outside the lock.
+ * Called with M->lock held; releases it. */
+static int mtl_rdmx_end_call(int rc, const char* call) {
+  if (OPAL_UNLIKELY(RDMX_OK != rc)) mtl_rdmx_call_failed(call, rc);
+  mtl_rdmx_request_t* done = mtl_rdmx_take_completed();
+  OPAL_THREAD_UNLOCK(&M->lock);
+  mtl_rdmx_finish(done);
+  return rc;
+}
+
+static void mtl_rdmx_prepare(mtl_rdmx_request_t* r, int kind, struct ompi_communicator_t* comm,
+                             struct opal_convertor_t* convertor, void* buf, size_t len,
+                             bool free_after) {
+  r->kind = kind;
+  r->state = MTL_RDMX_POSTED;
+  r->comm = comm;
+  r->convertor = convertor;
+  r->buf = buf;
+  r->length = len;
+  r->free_after = free_after;
+  r->rreq = NULL;
+  r->next = NULL;
+}
+
+/* A post rdmx refused: the request never started. */
+static void mtl_rdmx_unpost(mtl_rdmx_request_t* r) {
+  r->state = MTL_RDMX_IDLE;
+  if (r->free_after) free(r->buf);
+}
+
 static int mtl_rdmx_start_send(struct ompi_communicator_t* comm, int dest, int tag,
                                struct opal_convertor_t* convertor, mca_pml_base_send_mode_t mode,
                                mtl_rdmx_request_t* r) {
@@ -112,29 +143,15 @@ static int mtl_rdmx_start_send(struct ompi_communicator_t* comm, int dest, int t
   bool free_after = false;
   int ret = ompi_mtl_datatype_pack(convertor, &buf, &len, &free_after);
   if (OPAL_UNLIKELY(OMPI_SUCCESS != ret)) return ret;
-  r->kind = MTL_RDMX_SEND;
-  r->state = MTL_RDMX_POSTED;
-  r->comm = comm;
-  r->convertor = convertor;
-  r->buf = buf;
-  r->length = len;
-  r->free_after = free_after;
-  r->rreq = NULL;
-  r->next = NULL;
+  mtl_rdmx_prepare(r, MTL_RDMX_SEND, comm, convertor, buf, len, free_after);
   /* Buffered sends were already copied by the PML and ready sends need no handshake:
    * both go as standard sends. */
   uint32_t flags = MCA_PML_BASE_SEND_SYNCHRONOUS == mode ? RDMX_SEND_SYNC : 0;
   OPAL_THREAD_LOCK(&M->lock);
-  int rc = rdmx_isend(M->ctx, peer, comm->c_contextid, tag, buf, len, flags, mtl_rdmx_completed, r,
-                      &r->rreq);
-  if (OPAL_UNLIKELY(RDMX_OK != rc)) mtl_rdmx_call_failed("rdmx_isend", rc);
-  mtl_rdmx_request_t* done = mtl_rdmx_take_completed();
-  OPAL_THREAD_UNLOCK(&M->lock);
-  if (OPAL_UNLIKELY(RDMX_OK != rc)) {
-    r->state = MTL_RDMX_IDLE;
-    if (free_after) free(buf);
-  }
-  mtl_rdmx_finish(done);
+  int rc = mtl_rdmx_end_call(rdmx_isend(M->ctx, peer, comm->c_contextid, tag, buf, len, flags,
+                                        mtl_rdmx_completed, r, &r->rreq),
+                             "rdmx_isend");
+  if (OPAL_UNLIKELY(RDMX_OK != rc)) mtl_rdmx_unpost(r);
   return mtl_rdmx_error(rc);
 }
 
@@ -163,20 +180,6 @@ int mtl_rdmx_send(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t*
   return mtl_rdmx_error(r.status.error);
 }
 
-static void mtl_rdmx_prepare_recv(mtl_rdmx_request_t* r, struct ompi_communicator_t* comm,
-                                  struct opal_convertor_t* convertor, void* buf, size_t len,
-                                  bool free_after) {
-  r->kind = MTL_RDMX_RECV;
-  r->state = MTL_RDMX_POSTED;
-  r->comm = comm;
-  r->convertor = convertor;
-  r->buf = buf;
-  r->length = len;
-  r->free_after = free_after;
-  r->rreq = NULL;
-  r->next = NULL;
-}
-
 int mtl_rdmx_irecv(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t* comm, int src,
                    int tag, struct opal_convertor_t* convertor, mca_mtl_request_t* mtl_request) {
   (void)mtl;
@@ -189,18 +192,12 @@ int mtl_rdmx_irecv(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t
   bool free_after = false;
   int ret = ompi_mtl_datatype_recv_buf(convertor, &buf, &len, &free_after);
   if (OPAL_UNLIKELY(OMPI_SUCCESS != ret)) return ret;
-  mtl_rdmx_prepare_recv(r, comm, convertor, buf, len, free_after);
+  mtl_rdmx_prepare(r, MTL_RDMX_RECV, comm, convertor, buf, len, free_after);
   OPAL_THREAD_LOCK(&M->lock);
-  int rc = rdmx_irecv(M->ctx, source, comm->c_contextid, rtag, buf, len, mtl_rdmx_completed, r,
-                      &r->rreq);
-  if (OPAL_UNLIKELY(RDMX_OK != rc)) mtl_rdmx_call_failed("rdmx_irecv", rc);
-  mtl_rdmx_request_t* done = mtl_rdmx_take_completed();
-  OPAL_THREAD_UNLOCK(&M->lock);
-  if (OPAL_UNLIKELY(RDMX_OK != rc)) {
-    r->state = MTL_RDMX_IDLE;
-    if (free_after) free(buf);
-  }
-  mtl_rdmx_finish(done);
+  int rc = mtl_rdmx_end_call(rdmx_irecv(M->ctx, source, comm->c_contextid, rtag, buf, len,
+                                        mtl_rdmx_completed, r, &r->rreq),
+                             "rdmx_irecv");
+  if (OPAL_UNLIKELY(RDMX_OK != rc)) mtl_rdmx_unpost(r);
   return mtl_rdmx_error(rc);
 }
 
@@ -222,11 +219,8 @@ int mtl_rdmx_iprobe(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_
   rdmx_status_info_t st;
   int found = 0;
   OPAL_THREAD_LOCK(&M->lock);
-  int rc = rdmx_iprobe(M->ctx, source, comm->c_contextid, rtag, &found, &st);
-  if (OPAL_UNLIKELY(RDMX_OK != rc)) mtl_rdmx_call_failed("rdmx_iprobe", rc);
-  mtl_rdmx_request_t* done = mtl_rdmx_take_completed();
-  OPAL_THREAD_UNLOCK(&M->lock);
-  mtl_rdmx_finish(done);
+  int rc = mtl_rdmx_end_call(rdmx_iprobe(M->ctx, source, comm->c_contextid, rtag, &found, &st),
+                             "rdmx_iprobe");
   *flag = RDMX_OK == rc && found;
   if (*flag) mtl_rdmx_probe_status(comm, &st, status);
   return mtl_rdmx_error(rc);
@@ -244,11 +238,8 @@ int mtl_rdmx_improbe(struct mca_mtl_base_module_t* mtl, struct ompi_communicator
   rdmx_status_info_t st;
   int found = 0;
   OPAL_THREAD_LOCK(&M->lock);
-  int rc = rdmx_improbe(M->ctx, source, comm->c_contextid, rtag, &found, &rmsg, &st);
-  if (OPAL_UNLIKELY(RDMX_OK != rc)) mtl_rdmx_call_failed("rdmx_improbe", rc);
-  mtl_rdmx_request_t* done = mtl_rdmx_take_completed();
-  OPAL_THREAD_UNLOCK(&M->lock);
-  mtl_rdmx_finish(done);
+  int rc = mtl_rdmx_end_call(
+      rdmx_improbe(M->ctx, source, comm->c_contextid, rtag, &found, &rmsg, &st), "rdmx_improbe");
   if (RDMX_OK != rc || !found) {
     ompi_message_return(msg);
     *matched = 0;
@@ -275,21 +266,17 @@ int mtl_rdmx_imrecv(struct mca_mtl_base_module_t* mtl, struct opal_convertor_t* 
   bool free_after = false;
   int ret = ompi_mtl_datatype_recv_buf(convertor, &buf, &len, &free_after);
   if (OPAL_UNLIKELY(OMPI_SUCCESS != ret)) return ret;
-  mtl_rdmx_prepare_recv(r, msg->comm, convertor, buf, len, free_after);
+  mtl_rdmx_prepare(r, MTL_RDMX_RECV, msg->comm, convertor, buf, len, free_after);
   OPAL_THREAD_LOCK(&M->lock);
-  int rc =
-      rdmx_imrecv(M->ctx, (rdmx_message_t*)msg->req_ptr, buf, len, mtl_rdmx_completed, r, &r->rreq);
-  if (OPAL_UNLIKELY(RDMX_OK != rc)) mtl_rdmx_call_failed("rdmx_imrecv", rc);
-  mtl_rdmx_request_t* done = mtl_rdmx_take_completed();
-  OPAL_THREAD_UNLOCK(&M->lock);
+  int rc = mtl_rdmx_end_call(
+      rdmx_imrecv(M->ctx, (rdmx_message_t*)msg->req_ptr, buf, len, mtl_rdmx_completed, r, &r->rreq),
+      "rdmx_imrecv");
   if (OPAL_UNLIKELY(RDMX_OK != rc)) {
-    r->state = MTL_RDMX_IDLE;
-    if (free_after) free(buf);
+    mtl_rdmx_unpost(r);
   } else {
     ompi_message_return(msg);
     *message = MPI_MESSAGE_NULL;
   }
-  mtl_rdmx_finish(done);
   return mtl_rdmx_error(rc);
 }
 
@@ -303,8 +290,5 @@ int mtl_rdmx_cancel(struct mca_mtl_base_module_t* mtl, mca_mtl_request_t* mtl_re
   int rc = RDMX_OK;
   OPAL_THREAD_LOCK(&M->lock);
   if (MTL_RDMX_POSTED == r->state && NULL != r->rreq) rc = rdmx_cancel(M->ctx, r->rreq);
-  mtl_rdmx_request_t* done = mtl_rdmx_take_completed();
-  OPAL_THREAD_UNLOCK(&M->lock);
-  mtl_rdmx_finish(done);
-  return mtl_rdmx_error(rc);
+  return mtl_rdmx_error(mtl_rdmx_end_call(rc, "rdmx_cancel"));
 }
