@@ -21,7 +21,8 @@ int Engine<F>::irecv(int32_t source, uint32_t cid, int32_t tag, void* buf, uint6
     return error(RDMX_ERR_INVALID, "irecv: a null buffer with length " + std::to_string(len));
   Req& r = new_request(Req::Kind::Recv, cb, user, buf, len, source, cid, tag);
   *out = &r;
-  if (Unexp* u = static_cast<Unexp*>(unexpected_.find(cid, source, tag))) {
+  if (Unexp* u =
+          unexpected_.size() ? static_cast<Unexp*>(unexpected_.find(cid, source, tag)) : nullptr) {
     unexpected_.remove(*u);
     consume(r, *u);
     return RDMX_OK;

@@ -12,6 +12,14 @@ void PostedQueue::post(PostedEntry& e, uint32_t cid, int32_t source, int32_t tag
 }
 
 PostedEntry* PostedQueue::match(uint32_t cid, int32_t source, int32_t tag) {
+  if (!size_) return nullptr;
+  if (size_ == per_class_[0]) {  // no wildcards posted: one lookup
+    List* l = index_.find(MatchKey{cid, source, tag, Wild::None});
+    if (!l || l->empty()) return nullptr;
+    auto* e = static_cast<PostedEntry*>(l->first->owner);
+    remove(*e);
+    return e;
+  }
   PostedEntry* best = nullptr;
   for (uint32_t w = 0; w < 4; ++w) {
     if (!per_class_[w]) continue;
