@@ -55,7 +55,7 @@ class Engine {
               rdmx_status_info_t* st);
   int imrecv(Unexp* msg, void* buf, uint64_t len, rdmx_completion_fn cb, void* user, Req** out);
   int cancel(Req* r);
-  void release(Req* r);
+  [[gnu::always_inline]] void release(Req* r);
 
   const rdmx_stats_t& stats() const { return stats_; }
   const std::string& last_error() const { return last_error_; }
@@ -68,7 +68,7 @@ class Engine {
   void on_rejected(void* user, const uint8_t* pdata, size_t len, const char* why);
   void on_conn_error(void* user, fabric::Failure f, const char* why);
   void on_recv(void* user, uint64_t wr, uint32_t len);
-  void on_send_done(void* user, uint64_t wr);
+  [[gnu::always_inline]] void on_send_done(void* user, uint64_t wr);
   void on_read_done(void* user, uint64_t wr);
   void on_wr_error(void* user, uint64_t wr, fabric::Failure f, const char* why);
 
@@ -113,7 +113,13 @@ class Engine {
   bool transmit(Peer<F>& p, Req& r);
   bool post(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len, const void* payload,
             uint64_t payload_len, bool ctrl);
-  void pump(Peer<F>& p);
+  // Sends what is waiting for p, if anything is (the check is inline: most calls find
+  // nothing to do).
+  void pump(Peer<F>& p) {
+    Link<F>* l = p.link.get();
+    if (l && (!p.control.empty() || !p.backlog.empty() || l->credit_due)) drain(p);
+  }
+  void drain(Peer<F>& p);
   void queue_control(Peer<F>& p, wire::Type t, uint64_t sender_request);
   void send_to_self(Req& r);
   int take_bounce();
@@ -128,8 +134,9 @@ class Engine {
                                           uint32_t cid, int32_t tag);
   [[gnu::always_inline]] Unexp& new_unexpected(uint64_t length, Link<F>* link);
   void consume(Req& r, Unexp& u);
-  void deliver(Req& r, int32_t source, int32_t tag, const void* data, uint64_t len);
-  void complete(Req& r);
+  [[gnu::always_inline]] void deliver(Req& r, int32_t source, int32_t tag, const void* data,
+                                      uint64_t len);
+  [[gnu::always_inline]] void complete(Req& r);
   void fill_status(const Unexp& u, rdmx_status_info_t* st) const;
 
   // Rendezvous (engine_rndv.h).

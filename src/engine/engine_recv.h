@@ -213,7 +213,8 @@ void Engine<F>::consume(Req& r, Unexp& u) {
 
 template <class F>
 requires fabric::Fabric<F>
-void Engine<F>::deliver(Req& r, int32_t source, int32_t tag, const void* data, uint64_t len) {
+inline void Engine<F>::deliver(Req& r, int32_t source, int32_t tag, const void* data,
+                               uint64_t len) {
   uint64_t n = std::min(len, r.len);
   if (n) std::memcpy(r.buf, data, n);
   r.peer = source;
@@ -263,7 +264,7 @@ inline typename Engine<F>::Unexp& Engine<F>::new_unexpected(uint64_t length, Lin
 
 template <class F>
 requires fabric::Fabric<F>
-void Engine<F>::complete(Req& r) {
+inline void Engine<F>::complete(Req& r) {
   r.state = Req::State::Done;
   if (r.freed) {
     requests_.put(&r);
@@ -274,7 +275,7 @@ void Engine<F>::complete(Req& r) {
 
 template <class F>
 requires fabric::Fabric<F>
-void Engine<F>::release(Req* r) {
+inline void Engine<F>::release(Req* r) {
   if (r->state == Req::State::Done || r->state == Req::State::Idle)
     requests_.put(r);
   else

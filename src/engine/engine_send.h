@@ -177,9 +177,8 @@ void Engine<F>::queue_control(Peer<F>& p, wire::Type t, uint64_t sender_request)
 // explicit credit return if one is due and nothing carried it.
 template <class F>
 requires fabric::Fabric<F>
-void Engine<F>::pump(Peer<F>& p) {
+void Engine<F>::drain(Peer<F>& p) {
   Link<F>* l = p.link.get();
-  if (!l || (p.control.empty() && p.backlog.empty() && !l->credit_due)) return;
   while (can_send(*l)) {
     if (!p.control.empty()) {
       Control c = p.control.front();
@@ -207,7 +206,7 @@ void Engine<F>::pump(Peer<F>& p) {
 
 template <class F>
 requires fabric::Fabric<F>
-void Engine<F>::on_send_done(void* user, uint64_t wr) {
+inline void Engine<F>::on_send_done(void* user, uint64_t wr) {
   auto* l = static_cast<Link<F>*>(user);
   --l->sq_used;
   if (wr_kind(wr) == kWrBounce) {
