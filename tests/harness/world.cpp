@@ -125,6 +125,10 @@ std::string probe_backend(const std::string& backend) {
   BackendSpec s = spec_of(backend);
   if (s.fabric.empty()) return "unknown backend name";
   if (!s.processes) return "";
+  return probe_init(s.fabric, s.settings);
+}
+
+std::string probe_init(const std::string& fabric, const std::string& settings) {
   // Ask the library itself: a one-rank context either comes up or says why not. It
   // runs in a child process: a device opened here would be inherited by every rank
   // forked later, and the kernel refuses verbs commands from any process but the one
@@ -137,7 +141,7 @@ std::string probe_backend(const std::string& backend) {
   if (pid < 0) return "fork() failed for the backend probe";
   if (pid == 0) {
     ::close(fds[0]);
-    rdmx_init_params_t p{0, 1, s.fabric.c_str(), 0, s.settings.c_str()};
+    rdmx_init_params_t p{0, 1, fabric.c_str(), 0, settings.c_str()};
     rdmx_context_t* ctx = nullptr;
     std::string why;
     if (rdmx_init(&p, &ctx) != RDMX_OK)
@@ -155,7 +159,7 @@ std::string probe_backend(const std::string& backend) {
   int st = 0;
   ::waitpid(pid, &st, 0);
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    return "the probe of backend " + backend + " crashed (status " + std::to_string(st) + ")";
+    return "the probe of fabric " + fabric + " crashed (status " + std::to_string(st) + ")";
   return why;
 }
 

@@ -37,6 +37,10 @@ void run_world(const std::string& backend, int n, const std::function<void(Rank&
                const std::string& settings = "",
                const std::function<std::string(int)>& settings_for = nullptr);
 
+// Empty if rdmx_init(fabric, settings) succeeds for one rank, else the library's reason.
+// Probed in a child process, so no device stays open in the caller.
+std::string probe_init(const std::string& fabric, const std::string& settings);
+
 // Empty if the backend can run here, else why not (the test is skipped, loudly).
 std::string backend_unavailable(const std::string& backend);
 

@@ -36,33 +36,7 @@ void in_child(const std::function<void()>& body, int timeout_s) {
       << "the test body failed in its child process (its output is above), status " << st;
 }
 
-std::string init_error(const std::string& settings) {
-  int fds[2];
-  if (::pipe(fds) != 0) return "pipe() failed";
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t pid = ::fork();
-  if (pid < 0) return "fork() failed";
-  if (pid == 0) {
-    ::close(fds[0]);
-    rdmx_init_params_t p{0, 1, "verbs", 0, settings.c_str()};
-    rdmx_context_t* ctx = nullptr;
-    std::string why;
-    if (rdmx_init(&p, &ctx) != RDMX_OK)
-      why = rdmx_last_error(nullptr);
-    else
-      rdmx_finalize(ctx);
-    if (::write(fds[1], why.data(), why.size()) < 0) _exit(2);
-    _exit(0);
-  }
-  ::close(fds[1]);
-  std::string why;
-  char buf[512];
-  for (ssize_t k; (k = ::read(fds[0], buf, sizeof buf)) > 0;) why.append(buf, size_t(k));
-  ::close(fds[0]);
-  ::waitpid(pid, nullptr, 0);
-  return why;
-}
+std::string init_error(const std::string& settings) { return probe_init("verbs", settings); }
 
 size_t Recorder::count(Kind k) const {
   size_t n = 0;
