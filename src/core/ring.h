@@ -24,6 +24,13 @@ class Ring {
     buf_[tail_++ & (buf_.size() - 1)] = std::move(v);
   }
   T pop() { return std::move(buf_[head_++ & (buf_.size() - 1)]); }
+  // True if some queued element satisfies pred (a scan: not for the hot path).
+  template <class Pred>
+  bool any(Pred pred) const {
+    for (size_t i = head_; i != tail_; ++i)
+      if (pred(buf_[i & (buf_.size() - 1)])) return true;
+    return false;
+  }
   void clear() { head_ = tail_ = 0; }
 
  private:

@@ -45,6 +45,12 @@ int EpState::take_completions(Completion* out, int max) {
 bool EpState::take_event(CmEvent& out) {
   std::lock_guard<SpinLock> g(mu);
   if (events_.empty()) return false;
+  // As on a device, a connection fails only after every message that arrived on it
+  // has been reported.
+  const CmEvent& e = events_.front();
+  if (e.kind == CmEvent::ConnError &&
+      cq_.any([&e](const Completion& c) { return c.kind == Completion::Recv && c.user == e.user; }))
+    return false;
   out = events_.pop();
   return true;
 }
