@@ -42,14 +42,16 @@ class Engine {
   int init(int32_t rank, int32_t size, uint64_t job_key, const Settings& s, std::string& err);
   size_t address(uint8_t* buf, size_t cap) const { return fabric_.address(buf, cap); }
   int add_peer(int32_t rank, const void* addr, size_t len);
-  int progress();
+  [[gnu::always_inline]] int progress();
   void finalize();
 
   // Messaging (engine_send.h, engine_recv.h).
-  int isend(int32_t dest, uint32_t cid, int32_t tag, const void* buf, uint64_t len, uint32_t flags,
-            rdmx_completion_fn cb, void* user, Req** out);
-  int irecv(int32_t source, uint32_t cid, int32_t tag, void* buf, uint64_t len,
-            rdmx_completion_fn cb, void* user, Req** out);
+  // The per-message calls inline into their caller (the C API's one virtual call).
+  [[gnu::always_inline]] int isend(int32_t dest, uint32_t cid, int32_t tag, const void* buf,
+                                   uint64_t len, uint32_t flags, rdmx_completion_fn cb, void* user,
+                                   Req** out);
+  [[gnu::always_inline]] int irecv(int32_t source, uint32_t cid, int32_t tag, void* buf,
+                                   uint64_t len, rdmx_completion_fn cb, void* user, Req** out);
   int iprobe(int32_t source, uint32_t cid, int32_t tag, int* found, rdmx_status_info_t* st);
   int improbe(int32_t source, uint32_t cid, int32_t tag, int* found, Unexp** msg,
               rdmx_status_info_t* st);
@@ -67,7 +69,7 @@ class Engine {
   void on_established(void* user, const fabric::ConnAttrs& attrs, const uint8_t* pdata, size_t len);
   void on_rejected(void* user, const uint8_t* pdata, size_t len, const char* why);
   void on_conn_error(void* user, fabric::Failure f, const char* why);
-  void on_recv(void* user, uint64_t wr, uint32_t len);
+  [[gnu::always_inline]] void on_recv(void* user, uint64_t wr, uint32_t len);
   [[gnu::always_inline]] void on_send_done(void* user, uint64_t wr);
   void on_read_done(void* user, uint64_t wr);
   void on_wr_error(void* user, uint64_t wr, fabric::Failure f, const char* why);
@@ -85,6 +87,7 @@ class Engine {
   static WrKind wr_kind(uint64_t wr) { return WrKind(wr >> 56); }
   static uint64_t wr_value(uint64_t wr) { return wr & ((uint64_t(1) << 56) - 1); }
   static constexpr uint32_t kCtrlCredits = 4;
+  static constexpr uint32_t kMaxSignalInterval = 16;  // inline sends per signaled one
 
   // Connections (engine_connect.h).
   void connect_peer(Peer<F>& p);
@@ -110,23 +113,34 @@ class Engine {
     return l.state == Link<F>::State::Open && l.may_send && l.credits > 0 &&
            l.sq_used < l.attrs.max_send_wr;
   }
-  bool transmit(Peer<F>& p, Req& r);
-  bool post(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len, const void* payload,
-            uint64_t payload_len, bool ctrl);
-  // Sends what is waiting for p, if anything is (the check is inline: most calls find
-  // nothing to do).
+  [[gnu::noinline]] int isend_slow(Peer<F>& p, Req& r);
+  [[gnu::cold, gnu::noinline]] int send_arg_error(int32_t dest, int32_t tag, const void* buf,
+                                                  uint64_t len, uint32_t flags);
+  [[gnu::always_inline]] bool transmit(Peer<F>& p, Req& r);
+  [[gnu::always_inline]] bool post(Link<F>& l, wire::Header& h, const void* extra,
+                                   uint32_t extra_len, const void* payload, uint64_t payload_len,
+                                   bool ctrl);
+  // Sends what is waiting for p, if anything may be (the check is one flag: most calls
+  // find nothing to do).
   void pump(Peer<F>& p) {
-    Link<F>* l = p.link.get();
-    if (l && (!p.control.empty() || !p.backlog.empty() || l->credit_due)) drain(p);
+    if (p.pending && p.link) drain(p);
   }
   void drain(Peer<F>& p);
+  bool flush_unsignaled(Link<F>& l);
   void queue_control(Peer<F>& p, wire::Type t, uint64_t sender_request);
   void send_to_self(Req& r);
   int take_bounce();
 
   // Receiving and matching (engine_recv.h).
-  bool handle_message(Link<F>& l, const uint8_t* b, uint32_t len);
-  void handle_eager(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
+  [[gnu::cold, gnu::noinline]] int recv_arg_error(int32_t source, const void* buf, uint64_t len);
+  [[gnu::noinline]] void on_recv_other(Link<F>& l, uint64_t wr, uint32_t len);
+  [[gnu::always_inline]] bool repost(Link<F>& l, uint64_t wr, bool ctrl);
+  [[gnu::always_inline]] bool handle_message(Link<F>& l, const uint8_t* b, uint32_t len);
+  [[gnu::cold, gnu::noinline]] void bad_message(Link<F>& l, const uint8_t* b, uint32_t len);
+  [[gnu::always_inline]] void handle_eager(Link<F>& l, const wire::Header& h, const uint8_t* b,
+                                           uint32_t len);
+  [[gnu::noinline]] void unexpected_eager(Link<F>& l, const wire::Header& h, const uint8_t* payload,
+                                          bool sync, uint64_t sender_request);
   void handle_rts(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
   void handle_done(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
   [[gnu::always_inline]] Req& new_request(typename Req::Kind kind, rdmx_completion_fn cb,

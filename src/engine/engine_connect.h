@@ -2,6 +2,8 @@
 // simultaneous-connect resolution, and the active side speaking first.
 #pragma once
 
+#include <algorithm>
+
 #include <chrono>
 
 #include "core/log.h"
@@ -185,6 +187,7 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
     l->peer_shared = m.flags & protocol::kSharedReceive;
   }
   l->attrs = attrs;
+  l->signal_every = std::clamp(attrs.max_send_wr / 4, 1u, kMaxSignalInterval);
   l->state = Link<F>::State::Open;
   ++stats_.connections;
   if (!stats_.min_read_depth || attrs.initiator_depth < stats_.min_read_depth)

@@ -63,7 +63,8 @@ void Engine<F>::fail_peer(Peer<F>& p, int code, const std::string& why) {
   p.failure = why;
   last_error_ = why;
   // A peer that goes away with nothing pending (it finalized first) is not an error.
-  bool pending = !p.backlog.empty() || !p.inflight.empty() || !p.control.empty();
+  std::vector<PostedEntry*> posted = posted_.take_source(p.rank);
+  bool pending = !p.backlog.empty() || !p.inflight.empty() || !p.control.empty() || !posted.empty();
   if (pending)
     RDMX_LOG(LogLevel::Error, rank_, "%s", why.c_str());
   else
@@ -78,6 +79,9 @@ void Engine<F>::fail_peer(Peer<F>& p, int code, const std::string& why) {
     Req& r = *static_cast<Req*>(p.inflight.first->owner);
     r.peer_node.unlink();
     fail_request(r, code);
+  }
+  for (PostedEntry* e : posted) {
+    fail_request(*static_cast<Req*>(e), code);
   }
 }
 

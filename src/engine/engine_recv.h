@@ -11,30 +11,25 @@ namespace rdmx::engine {
 
 template <class F>
 requires fabric::Fabric<F>
-int Engine<F>::irecv(int32_t source, uint32_t cid, int32_t tag, void* buf, uint64_t len,
-                     rdmx_completion_fn cb, void* user, Req** out) {
-  if (source != RDMX_ANY_SOURCE && (source < 0 || source >= size_))
-    return error(RDMX_ERR_INVALID, "irecv: source rank " + std::to_string(source) +
-                                       " is outside 0.." + std::to_string(size_ - 1) +
-                                       " and not RDMX_ANY_SOURCE");
-  if (!buf && len)
-    return error(RDMX_ERR_INVALID, "irecv: a null buffer with length " + std::to_string(len));
+inline int Engine<F>::irecv(int32_t source, uint32_t cid, int32_t tag, void* buf, uint64_t len,
+                            rdmx_completion_fn cb, void* user, Req** out) {
+  if ((uint32_t(source) >= uint32_t(size_) && source != RDMX_ANY_SOURCE) || (!buf && len))
+      [[unlikely]]
+    return recv_arg_error(source, buf, len);
   Req& r = new_request(Req::Kind::Recv, cb, user, buf, len, source, cid, tag);
   *out = &r;
-  if (Unexp* u =
-          unexpected_.size() ? static_cast<Unexp*>(unexpected_.find(cid, source, tag)) : nullptr) {
-    unexpected_.remove(*u);
-    consume(r, *u);
-    return RDMX_OK;
-  }
-  if (source != RDMX_ANY_SOURCE) {
-    Peer<F>& p = peers_[size_t(source)];
-    if (p.failed) {
-      fail_request(r, p.failure_code);
+  if (unexpected_.size()) [[unlikely]] {
+    if (auto* u = static_cast<Unexp*>(unexpected_.find(cid, source, tag))) {
+      unexpected_.remove(*u);
+      consume(r, *u);
       return RDMX_OK;
     }
-    r.peer_node.owner = &r;
-    r.peer_node.push_back(p.inflight);
+  }
+  // A receive from a failed peer fails now; one posted before the failure is failed by
+  // fail_peer, which finds it in the posted queue.
+  if (source != RDMX_ANY_SOURCE && peers_[size_t(source)].failed) [[unlikely]] {
+    fail_request(r, peers_[size_t(source)].failure_code);
+    return RDMX_OK;
   }
   r.state = Req::State::Posted;
   posted_.post(r, cid, source, tag);
@@ -43,85 +38,134 @@ int Engine<F>::irecv(int32_t source, uint32_t cid, int32_t tag, void* buf, uint6
 
 template <class F>
 requires fabric::Fabric<F>
-void Engine<F>::on_recv(void* user, uint64_t wr, uint32_t len) {
+int Engine<F>::recv_arg_error(int32_t source, const void* buf, uint64_t len) {
+  if (source != RDMX_ANY_SOURCE && (source < 0 || source >= size_))
+    return error(RDMX_ERR_INVALID, "irecv: source rank " + std::to_string(source) +
+                                       " is outside 0.." + std::to_string(size_ - 1) +
+                                       " and not RDMX_ANY_SOURCE");
+  (void)buf;
+  return error(RDMX_ERR_INVALID, "irecv: a null buffer with length " + std::to_string(len));
+}
+
+template <class F>
+requires fabric::Fabric<F>
+inline void Engine<F>::on_recv(void* user, uint64_t wr, uint32_t len) {
   auto* l = static_cast<Link<F>*>(user);
+  if (l->state != Link<F>::State::Open || wr_kind(wr) != kWrRecv) [[unlikely]] {
+    on_recv_other(*l, wr, len);
+    return;
+  }
+  bool ctrl = handle_message(*l, l->recv_buf(wr_value(wr)), len);
+  if (l->state != Link<F>::State::Open) return;  // the message broke the link
+  if (repost(*l, wr, ctrl)) pump(*l->peer);
+}
+
+// A message on a link that is not open, or in a buffer of the shared receive queue.
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::on_recv_other(Link<F>& l, uint64_t wr, uint32_t len) {
   // Over rdma_cm the active side's first message can reach the passive side before its
   // ESTABLISHED event: take it; replies wait for the event (the link is not Open yet).
-  auto live = [l] {
-    return l->state == Link<F>::State::Open ||
-           (l->state == Link<F>::State::Connecting && !l->active);
+  auto live = [&l] {
+    return l.state == Link<F>::State::Open || (l.state == Link<F>::State::Connecting && !l.active);
   };
-  bool ctrl = live() && handle_message(*l, recv_buffer(*l, wr), len);
-  Peer<F>& p = *l->peer;
+  bool ctrl = live() && handle_message(l, recv_buffer(l, wr), len);
   if (wr_kind(wr) == kWrShared) {
     // Shared buffers go back to the pool whatever became of the connection.
     if (int rc = post_shared(wr_value(wr))) error(rc, "reposting a shared receive buffer failed");
-  } else if (live()) {
-    if (int rc = fabric_.post_recv(l->conn, l->recv_buf(wr_value(wr)), l->recv_buf_size,
-                                   l->recv_region, wr)) {
-      fail_link(*l, rc,
-                "reposting a receive buffer for rank " + std::to_string(p.rank) + " failed");
-      return;
-    }
-    if (ctrl)
-      ++l->ctrl_to_return;
-    else if (++l->to_return >= std::max(1u, l->credit_window / 2))
-      l->credit_due = true;
+  } else if (live() && !repost(l, wr, ctrl)) {
+    return;
   }
-  if (l->state == Link<F>::State::Open) pump(p);
+  if (l.state == Link<F>::State::Open) pump(*l.peer);
+}
+
+// Gives a connection's receive buffer back to the fabric and counts the credit that
+// this side now owes the peer. False if the link failed.
+template <class F>
+requires fabric::Fabric<F>
+inline bool Engine<F>::repost(Link<F>& l, uint64_t wr, bool ctrl) {
+  if (int rc = fabric_.post_recv(l.conn, l.recv_buf(wr_value(wr)), l.recv_buf_size, l.recv_region,
+                                 wr)) [[unlikely]] {
+    fail_link(l, rc,
+              "reposting a receive buffer for rank " + std::to_string(l.peer->rank) + " failed");
+    return false;
+  }
+  if (ctrl)
+    ++l.ctrl_to_return;
+  else if (++l.to_return >= std::max(1u, l.credit_window / 2)) {
+    l.credit_due = true;
+    l.peer->pending = true;
+  }
+  return true;
 }
 
 // Checks and dispatches one arrived message; true if it was a credit message.
 template <class F>
 requires fabric::Fabric<F>
-bool Engine<F>::handle_message(Link<F>& l, const uint8_t* b, uint32_t len) {
-  Peer<F>& p = *l.peer;
+inline bool Engine<F>::handle_message(Link<F>& l, const uint8_t* b, uint32_t len) {
   wire::Header h;
-  if (len < sizeof h) {
-    fail_link(l, RDMX_ERR_PROTOCOL,
-              "rank " + std::to_string(p.rank) + " sent a " + std::to_string(len) +
-                  "-byte message, shorter than a header");
+  if (len < sizeof h) [[unlikely]] {
+    bad_message(l, b, len);
     return false;
   }
   std::memcpy(&h, b, sizeof h);
-  if (h.version() != wire::kVersion || h.seq != l.recv_seq || h.source != p.rank) {
-    fail_link(l, RDMX_ERR_PROTOCOL,
-              "rank " + std::to_string(p.rank) + " sent a message with version " +
-                  std::to_string(h.version()) + ", sequence " + std::to_string(h.seq) +
-                  " (expected " + std::to_string(l.recv_seq) + "), source " +
-                  std::to_string(h.source));
+  if (h.version() != wire::kVersion || h.seq != l.recv_seq || h.source != l.peer->rank)
+      [[unlikely]] {
+    bad_message(l, b, len);
     return false;
   }
   ++l.recv_seq;
   l.credits += h.credits;
   l.ctrl_credits += h.ctrl_credits;
   l.may_send = true;
+  if (h.type() == wire::Type::Eager) [[likely]] {
+    handle_eager(l, h, b, len);
+    return false;
+  }
   switch (h.type()) {
-    case wire::Type::Eager: handle_eager(l, h, b, len); break;
     case wire::Type::Rts: handle_rts(l, h, b, len); break;
     case wire::Type::Fin:
     case wire::Type::SyncAck: handle_done(l, h, b, len); break;
     case wire::Type::Credit: return true;
     case wire::Type::Hello: break;
-    default:
-      fail_link(l, RDMX_ERR_PROTOCOL,
-                "rank " + std::to_string(p.rank) + " sent a message of unknown type " +
-                    std::to_string(int(h.type())));
+    default: bad_message(l, b, len);  // Eager was taken above
   }
   return false;
 }
 
+// Says what is wrong with a message that failed handle_message's checks, and fails
+// the link it came on.
 template <class F>
 requires fabric::Fabric<F>
-void Engine<F>::handle_eager(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len) {
+void Engine<F>::bad_message(Link<F>& l, const uint8_t* b, uint32_t len) {
+  std::string rank = "rank " + std::to_string(l.peer->rank);
+  wire::Header h;
+  if (len < sizeof h)
+    return fail_link(
+        l, RDMX_ERR_PROTOCOL,
+        rank + " sent a " + std::to_string(len) + "-byte message, shorter than a header");
+  std::memcpy(&h, b, sizeof h);
+  if (h.version() != wire::kVersion || h.seq != l.recv_seq || h.source != l.peer->rank)
+    return fail_link(l, RDMX_ERR_PROTOCOL,
+                     rank + " sent a message with version " + std::to_string(h.version()) +
+                         ", sequence " + std::to_string(h.seq) + " (expected " +
+                         std::to_string(l.recv_seq) + "), source " + std::to_string(h.source));
+  fail_link(l, RDMX_ERR_PROTOCOL,
+            rank + " sent a message of unknown type " + std::to_string(int(h.type())));
+}
+
+template <class F>
+requires fabric::Fabric<F>
+inline void Engine<F>::handle_eager(Link<F>& l, const wire::Header& h, const uint8_t* b,
+                                    uint32_t len) {
   uint32_t off = sizeof h;
   wire::ReqRef ref{0};
   bool sync = h.flags & wire::kSync;
-  if (sync) {
+  if (sync) [[unlikely]] {
     std::memcpy(&ref, b + off, std::min<size_t>(sizeof ref, len - off));
     off += sizeof ref;
   }
-  if (len < off || len - off != h.length) {
+  if (len < off || len - off != h.length) [[unlikely]] {
     fail_link(l, RDMX_ERR_PROTOCOL,
               "rank " + std::to_string(l.peer->rank) +
                   " sent an eager message whose length field says " + std::to_string(h.length) +
@@ -129,19 +173,26 @@ void Engine<F>::handle_eager(Link<F>& l, const wire::Header& h, const uint8_t* b
     return;
   }
   Peer<F>& p = *l.peer;
-  if (Req* r = static_cast<Req*>(posted_.match(h.context_id, p.rank, h.tag))) {
-    r->peer_node.unlink();
+  if (Req* r = static_cast<Req*>(posted_.match(h.context_id, p.rank, h.tag))) [[likely]] {
     deliver(*r, p.rank, h.tag, b + off, h.length);
     if (sync) queue_control(p, wire::Type::SyncAck, ref.sender_request);
     return;
   }
+  unexpected_eager(l, h, b + off, sync, ref.sender_request);
+}
+
+// An eager message no receive was waiting for: its payload is copied aside.
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::unexpected_eager(Link<F>& l, const wire::Header& h, const uint8_t* payload,
+                                 bool sync, uint64_t sender_request) {
   Unexp& u = new_unexpected(h.length, &l);
   u.sync = sync;
-  u.remote = {0, 0, ref.sender_request};
+  u.remote = {0, 0, sender_request};
   u.payload = payloads_.get(h.length);
-  if (h.length) std::memcpy(u.payload.data, b + off, h.length);
+  if (h.length) std::memcpy(u.payload.data, payload, h.length);
   ++stats_.unexpected;
-  unexpected_.add(u, h.context_id, p.rank, h.tag);
+  unexpected_.add(u, h.context_id, l.peer->rank, h.tag);
 }
 
 template <class F>
@@ -157,7 +208,6 @@ void Engine<F>::handle_rts(Link<F>& l, const wire::Header& h, const uint8_t* b, 
   RemoteData remote{rts.address, rts.key, rts.sender_request};
   int32_t src = l.peer->rank;
   if (Req* r = static_cast<Req*>(posted_.match(h.context_id, src, h.tag))) {
-    r->peer_node.unlink();
     start_read(*r, &l, src, h.tag, h.length, remote);
     return;
   }
@@ -243,7 +293,6 @@ inline typename Engine<F>::Req& Engine<F>::new_request(typename Req::Kind kind,
   r.peer = peer;
   r.cid = cid;
   r.tag = tag;
-  r.link = nullptr;
   return r;
 }
 
@@ -335,7 +384,6 @@ requires fabric::Fabric<F>
 int Engine<F>::cancel(Req* r) {
   if (r->kind != Req::Kind::Recv || r->state != Req::State::Posted) return RDMX_OK;
   posted_.remove(*r);
-  r->peer_node.unlink();
   r->status.error = RDMX_ERR_CANCELLED;
   r->status.length = 0;
   complete(*r);

@@ -11,42 +11,48 @@ namespace rdmx::engine {
 
 template <class F>
 requires fabric::Fabric<F>
-int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void* buf, uint64_t len,
-                     uint32_t flags, rdmx_completion_fn cb, void* user, Req** out) {
-  if (dest < 0 || dest >= size_)
-    return error(RDMX_ERR_INVALID, "isend: destination rank " + std::to_string(dest) +
-                                       " is outside 0.." + std::to_string(size_ - 1));
-  if (tag == RDMX_ANY_TAG)
-    return error(RDMX_ERR_INVALID, "isend: RDMX_ANY_TAG is not a valid tag for a send");
-  if (!buf && len)
-    return error(RDMX_ERR_INVALID, "isend: a null buffer with length " + std::to_string(len));
-  if (flags & ~RDMX_SEND_SYNC)
-    return error(RDMX_ERR_INVALID, "isend: unknown flags " + std::to_string(flags));
+inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void* buf, uint64_t len,
+                            uint32_t flags, rdmx_completion_fn cb, void* user, Req** out) {
+  if (uint32_t(dest) >= uint32_t(size_) || tag == RDMX_ANY_TAG || (!buf && len) ||
+      (flags & ~RDMX_SEND_SYNC)) [[unlikely]]
+    return send_arg_error(dest, tag, buf, len, flags);
   Req& r = new_request(Req::Kind::Send, cb, user, const_cast<void*>(buf), len, dest, cid, tag);
   r.sync = flags & RDMX_SEND_SYNC;
   *out = &r;
-  if (dest == rank_) {
+  // The common case: an eager message on an open connection with nothing queued before
+  // it. (A peer with a link is neither this rank nor a failed one.)
+  Peer<F>& p = peers_[size_t(dest)];
+  if (len <= settings_.eager_limit && p.link && p.backlog.empty() && transmit(p, r)) return RDMX_OK;
+  return isend_slow(p, r);
+}
+
+// Everything else: a send to self, to a failed peer, a rendezvous (registered here),
+// or one that must wait for the connection, credits or a bounce buffer.
+template <class F>
+requires fabric::Fabric<F>
+int Engine<F>::isend_slow(Peer<F>& p, Req& r) {
+  if (p.rank == rank_) {
     send_to_self(r);
     return RDMX_OK;
   }
-  Peer<F>& p = peers_[size_t(dest)];
   if (p.failed) {
     fail_request(r, p.failure_code);
     return RDMX_OK;
   }
-  if (len > settings_.eager_limit) {
+  if (r.len > settings_.eager_limit) {
     std::string err;
-    if (int rc = fabric_.reg(r.buf, len, fabric::kRemoteRead, r.region, err)) {
+    if (int rc = fabric_.reg(r.buf, r.len, fabric::kRemoteRead, r.region, err)) {
       requests_.put(&r);
-      return error(rc, "isend: registering " + std::to_string(len) + " bytes for rank " +
-                           std::to_string(dest) + " failed: " + err);
+      return error(rc, "isend: registering " + std::to_string(r.len) + " bytes for rank " +
+                           std::to_string(p.rank) + " failed: " + err);
     }
     r.registered = true;
+    if (p.backlog.empty() && p.link && transmit(p, r)) return RDMX_OK;
   }
-  if (p.backlog.empty() && p.link && transmit(p, r)) return RDMX_OK;
   r.state = Req::State::Backlog;
   r.queue_node.owner = &r;
   r.queue_node.push_back(p.backlog);
+  p.pending = true;
   if (!p.link)
     connect_peer(p);
   else
@@ -54,10 +60,26 @@ int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void* buf, u
   return RDMX_OK;
 }
 
-// Puts r on the wire if the link allows it now; false leaves r where it is.
 template <class F>
 requires fabric::Fabric<F>
-bool Engine<F>::transmit(Peer<F>& p, Req& r) {
+int Engine<F>::send_arg_error(int32_t dest, int32_t tag, const void* buf, uint64_t len,
+                              uint32_t flags) {
+  if (dest < 0 || dest >= size_)
+    return error(RDMX_ERR_INVALID, "isend: destination rank " + std::to_string(dest) +
+                                       " is outside 0.." + std::to_string(size_ - 1));
+  if (tag == RDMX_ANY_TAG)
+    return error(RDMX_ERR_INVALID, "isend: RDMX_ANY_TAG is not a valid tag for a send");
+  if (!buf && len)
+    return error(RDMX_ERR_INVALID, "isend: a null buffer with length " + std::to_string(len));
+  return error(RDMX_ERR_INVALID,
+               "isend: unknown flags " + std::to_string(flags) + " (accepted: RDMX_SEND_SYNC)");
+}
+
+// Puts r on the wire if the link allows it now (taking it off the backlog if it was
+// there); false leaves r where it is.
+template <class F>
+requires fabric::Fabric<F>
+inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
   Link<F>& l = *p.link;
   if (!can_send(l)) return false;
   wire::Header h{};
@@ -102,8 +124,8 @@ bool Engine<F>::transmit(Peer<F>& p, Req& r) {
 // credits this side owes. ctrl: a credit message, drawn from the control credits.
 template <class F>
 requires fabric::Fabric<F>
-bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len,
-                     const void* payload, uint64_t payload_len, bool ctrl) {
+inline bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len,
+                            const void* payload, uint64_t payload_len, bool ctrl) {
   uint64_t total = sizeof h + extra_len + payload_len;
   bool inline_ok = total <= l.attrs.max_inline;
   int bounce = -1;
@@ -119,21 +141,27 @@ bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint32_t ex
   h.ctrl_credits = uint8_t(l.ctrl_to_return);
   int rc;
   if (inline_ok) {
-    fabric::Sge sge[3] = {{&h, sizeof h, nullptr},
-                          {extra, extra_len, nullptr},
-                          {payload, uint32_t(payload_len), nullptr}};
-    int n = 1;
-    if (extra_len) sge[n++] = sge[1];
-    if (payload_len) sge[n++] = sge[2];
+    fabric::Sge sge[3];
+    int n = 0;
+    sge[n++] = {&h, sizeof h, nullptr};
+    if (extra_len) sge[n++] = {extra, extra_len, nullptr};
+    if (payload_len) sge[n++] = {payload, uint32_t(payload_len), nullptr};
     ++stats_.inline_sends;
-    rc = fabric_.send(l.conn, sge, n, true, wr_id(kWrInline, 0));
+    // Inline sends are signaled one in signal_every (and when a flush asks): that
+    // completion retires every send before it, and says how many in its id.
+    uint32_t pending = l.unsignaled + 1;
+    bool signal = pending >= l.signal_every || l.flushing;
+    rc = fabric_.send(l.conn, sge, n,
+                      signal ? fabric::kSendInline | fabric::kSendSignaled : fabric::kSendInline,
+                      wr_id(kWrInline, signal ? pending : 0));
+    if (rc == RDMX_OK) l.unsignaled = signal ? 0 : pending;
   } else {
     uint8_t* b = bounce_mem_.get() + size_t(bounce) * recv_buf_size_;
     std::memcpy(b, &h, sizeof h);
     if (extra_len) std::memcpy(b + sizeof h, extra, extra_len);
     if (payload_len) std::memcpy(b + sizeof h + extra_len, payload, payload_len);
     fabric::Sge sge{b, uint32_t(total), bounce_region_.desc()};
-    rc = fabric_.send(l.conn, &sge, 1, false, wr_id(kWrBounce, uint64_t(bounce)));
+    rc = fabric_.send(l.conn, &sge, 1, fabric::kSendSignaled, wr_id(kWrBounce, uint64_t(bounce)));
   }
   if (rc != RDMX_OK) {
     if (bounce >= 0) bounce_free_.push_back(uint32_t(bounce));
@@ -170,6 +198,7 @@ requires fabric::Fabric<F>
 void Engine<F>::queue_control(Peer<F>& p, wire::Type t, uint64_t sender_request) {
   if (p.failed) return;
   p.control.push({uint8_t(t), sender_request});
+  p.pending = true;
   pump(p);
 }
 
@@ -202,14 +231,34 @@ void Engine<F>::drain(Peer<F>& p) {
   } else if (!l->credits && !p.backlog.empty()) {
     ++stats_.credit_stalls;
   }
+  p.pending = !p.control.empty() || !p.backlog.empty() || l->credit_due;
+}
+
+// Only unsignaled sends are outstanding: nothing will say they completed unless a
+// signaled one follows. Sends a credit message, signaled, if a credit allows it.
+template <class F>
+requires fabric::Fabric<F>
+bool Engine<F>::flush_unsignaled(Link<F>& l) {
+  if (!l.unsignaled || !l.may_send || l.sq_used >= l.attrs.max_send_wr) return false;
+  bool ctrl = l.ctrl_credits > 0;
+  if (!ctrl && !l.credits && !l.peer_shared) return false;  // wait for the peer's credits
+  wire::Header h{};
+  h.version_type = wire::Header::make_vt(wire::Type::Credit);
+  h.source = rank_;
+  l.flushing = true;
+  bool sent = post(l, h, nullptr, 0, nullptr, 0, ctrl);
+  l.flushing = false;
+  return sent;
 }
 
 template <class F>
 requires fabric::Fabric<F>
 inline void Engine<F>::on_send_done(void* user, uint64_t wr) {
   auto* l = static_cast<Link<F>*>(user);
-  --l->sq_used;
-  if (wr_kind(wr) == kWrBounce) {
+  if (wr_kind(wr) == kWrInline) {
+    l->sq_used -= uint32_t(wr_value(wr));  // this send and the unsignaled ones before it
+  } else {
+    --l->sq_used;
     bounce_free_.push_back(uint32_t(wr_value(wr)));
     if (!bounce_waiters_.empty()) {
       std::vector<Peer<F>*> waiting;
@@ -225,7 +274,6 @@ template <class F>
 requires fabric::Fabric<F>
 void Engine<F>::send_to_self(Req& r) {
   if (Req* rr = static_cast<Req*>(posted_.match(r.cid, rank_, r.tag))) {
-    rr->peer_node.unlink();
     deliver(*rr, rank_, r.tag, r.buf, r.len);
     complete(r);
     return;

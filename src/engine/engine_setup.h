@@ -107,7 +107,7 @@ int Engine<F>::add_peer(int32_t rank, const void* addr, size_t len) {
 
 template <class F>
 requires fabric::Fabric<F>
-int Engine<F>::progress() {
+inline int Engine<F>::progress() {
   int n = fabric_.progress(*this);
   if (connecting_ && (++progress_calls_ & 63) == 0) check_connect_timeouts();
   return n;
@@ -121,10 +121,14 @@ void Engine<F>::finalize() {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   for (;;) {
     bool busy = false;
-    for (auto& p : peers_)
-      if (p.link && p.link->state == Link<F>::State::Open &&
-          (p.link->sq_used > 0 || (!p.backlog.empty() && !p.failed)))
+    for (auto& p : peers_) {
+      Link<F>* l = p.link.get();
+      if (l && l->state == Link<F>::State::Open &&
+          (l->sq_used > 0 || (!p.backlog.empty() && !p.failed))) {
         busy = true;
+        if (l->sq_used == l->unsignaled && p.backlog.empty()) flush_unsignaled(*l);
+      }
+    }
     if (!busy || std::chrono::steady_clock::now() > deadline) break;
     progress();
   }

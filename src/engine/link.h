@@ -40,7 +40,12 @@ struct Link {
 
   uint32_t send_seq = 0;
   uint32_t recv_seq = 0;
-  uint32_t sq_used = 0;  // SENDs + READs not yet completed
+  uint32_t sq_used = 0;  // SENDs + READs not yet known to be completed
+  // Inline sends are signaled one in signal_every: the others are known complete only
+  // when a later signaled send completes. flushing: signal the next one (finalize).
+  uint32_t unsignaled = 0;  // inline sends since the last signaled one
+  uint32_t signal_every = 1;
+  bool flushing = false;
   uint32_t reads_outstanding = 0;
   List read_queue;  // receives with READs still to post
 
@@ -67,6 +72,9 @@ struct Peer {
   List backlog;                   // sends not yet on the wire, in order
   Ring<Control> control{8};
   List inflight;  // requests to fail if this peer is lost
+  // Something may be waiting to go: a control message, the backlog or a credit return.
+  // Set by whatever queues such work; drain() clears it once all of it has gone.
+  bool pending = false;
   bool failed = false;
   int failure_code = 0;
   std::string failure;

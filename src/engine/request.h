@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "core/object_pool.h"
 #include "core/payload_pool.h"
 #include "match/posted_queue.h"
 #include "match/unexpected_queue.h"
@@ -33,8 +34,6 @@ struct RequestBase : PostedEntry {
     Done,
   };
 
-  uint32_t pool_index = 0;
-  uint32_t pool_gen = 0;
   Kind kind = Kind::Send;
   State state = State::Idle;
   bool sync = false;
@@ -51,7 +50,7 @@ struct RequestBase : PostedEntry {
   int32_t tag = 0;
 
   ListNode queue_node;  // a peer's backlog, or a link's read queue
-  ListNode peer_node;   // requests that fail if the peer is lost
+  ListNode peer_node;   // sends and reads in flight, failed if the peer is lost
 
   // Rendezvous.
   RemoteData remote{};
@@ -64,16 +63,14 @@ struct RequestBase : PostedEntry {
 };
 
 template <class F>
-struct Request : RequestBase {
+struct Request : RequestBase, PoolLinks<Request<F>> {
   typename F::Region region{};
   Link<F>* link = nullptr;  // recv: the link being read from
 };
 
 // A message that arrived before its receive was posted.
 template <class F>
-struct Unexpected : UnexpectedEntry {
-  uint32_t pool_index = 0;
-  uint32_t pool_gen = 0;
+struct Unexpected : UnexpectedEntry, PoolLinks<Unexpected<F>> {
   bool rendezvous = false;
   bool sync = false;
   bool claimed = false;  // by improbe: out of the queue, waiting for imrecv

@@ -44,6 +44,16 @@ struct Sge {
   const void* desc;
 };
 
+// How a SEND is posted. kSendInline: the data is copied at post time (no registration,
+// the buffers are free again on return). kSendSignaled: report the send's completion.
+// An unsignaled send need not be reported (a backend may report it anyway, with the
+// wr it was given); its failure always is. Sends on a connection complete in order, so
+// the completion of a signaled send means every send posted before it has completed.
+enum SendFlags : uint32_t {
+  kSendInline = 1,
+  kSendSignaled = 2,
+};
+
 // Why a work request or connection failed, for the engine's messages.
 enum class Failure {
   Flushed,           // the connection went down with the request posted
@@ -98,7 +108,7 @@ concept Fabric = requires(F f, const F cf, typename F::Conn* c, typename F::Regi
   { r.key() } -> std::same_as<uint64_t>;
   { r.remote_address(p) } -> std::same_as<uint64_t>;
   { f.post_recv(c, p, uint32_t{}, r, uint64_t{}) } -> std::same_as<int>;
-  { f.send(c, sge, int{}, bool{}, uint64_t{}) } -> std::same_as<int>;
+  { f.send(c, sge, int{}, uint32_t{}, uint64_t{}) } -> std::same_as<int>;
   { f.read(c, p, uint64_t{}, r, uint64_t{}, uint64_t{}, uint64_t{}) } -> std::same_as<int>;
   { f.progress(sink) } -> std::same_as<int>;
 };

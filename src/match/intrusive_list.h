@@ -20,7 +20,7 @@ struct ListNode {
 
   bool linked() const { return list != nullptr; }
 
-  void push_back(List& l) {
+  [[gnu::always_inline]] void push_back(List& l) {
     list = &l;
     next = nullptr;
     prev = l.last;
@@ -31,7 +31,7 @@ struct ListNode {
     l.last = this;
   }
 
-  void unlink() {
+  [[gnu::always_inline]] void unlink() {
     if (!list) return;
     if (prev)
       prev->next = next;

@@ -3,9 +3,16 @@
 namespace rdmx {
 namespace {
 constexpr size_t kChunk = 256;
-}
+constexpr size_t kMinSlots = 64;
 
-KeyIndex::KeyIndex() : slots_(64) {}
+unsigned log2_of(size_t n) {
+  unsigned b = 0;
+  while ((size_t(1) << b) < n) ++b;
+  return b;
+}
+}  // namespace
+
+KeyIndex::KeyIndex() : slots_(kMinSlots), mask_(kMinSlots - 1), shift_(64 - log2_of(kMinSlots)) {}
 
 List* KeyIndex::new_list() {
   if (!free_lists_.empty()) {
@@ -20,19 +27,14 @@ List* KeyIndex::new_list() {
   return &chunks_.back()[chunk_used_++];
 }
 
-List& KeyIndex::get(const MatchKey& key) {
+// A key seen for the first time: a new list, in a table kept at most half full.
+List& KeyIndex::insert(const MatchKey& key) {
   if ((used_ + 1) * 2 > slots_.size()) grow();
-  size_t mask = slots_.size() - 1;
-  for (size_t i = key.hash() & mask;; i = (i + 1) & mask) {
-    Slot& s = slots_[i];
-    if (!s.list) {
-      s.key = key;
-      s.list = new_list();
-      ++used_;
-      return *s.list;
-    }
-    if (s.key == key) return *s.list;
-  }
+  size_t i = slot_of(key);
+  while (slots_[i].list) i = (i + 1) & mask_;
+  slots_[i] = {key, new_list()};
+  ++used_;
+  return *slots_[i].list;
 }
 
 // Rehash into a table sized for the non-empty lists; empty ones are recycled.
@@ -42,19 +44,20 @@ void KeyIndex::grow() {
   size_t live = 0;
   for (const Slot& s : old)
     if (s.list && !s.list->empty()) ++live;
-  size_t n = 64;
+  size_t n = kMinSlots;
   while (n < (live + 1) * 4) n *= 2;
   slots_.assign(n, Slot{});
+  mask_ = n - 1;
+  shift_ = 64 - log2_of(n);
   used_ = 0;
-  size_t mask = n - 1;
   for (const Slot& s : old) {
     if (!s.list) continue;
     if (s.list->empty()) {
       free_lists_.push_back(s.list);
       continue;
     }
-    size_t i = s.key.hash() & mask;
-    while (slots_[i].list) i = (i + 1) & mask;
+    size_t i = slot_of(s.key);
+    while (slots_[i].list) i = (i + 1) & mask_;
     slots_[i] = s;
     ++used_;
   }

@@ -20,16 +20,27 @@ class KeyIndex {
   KeyIndex& operator=(const KeyIndex&) = delete;
 
   // The list for key, or null if none was ever made.
-  List* find(const MatchKey& key) const {
-    size_t mask = slots_.size() - 1;
-    for (size_t i = key.hash() & mask;; i = (i + 1) & mask) {
+  [[gnu::always_inline]] List* find(const MatchKey& key) const {
+    for (size_t i = slot_of(key);; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
-      if (!s.list) return nullptr;
       if (s.key == key) return s.list;
+      if (!s.list) return nullptr;
     }
   }
   // The list for key, made empty if it did not exist.
-  List& get(const MatchKey& key);
+  [[gnu::always_inline]] List& get(const MatchKey& key) {
+    for (size_t i = slot_of(key);; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.key == key && s.list) return *s.list;
+      if (!s.list) return insert(key);
+    }
+  }
+  // Calls fn(list) for every list in the index.
+  template <class Fn>
+  void for_each(Fn&& fn) const {
+    for (const Slot& s : slots_)
+      if (s.list) fn(*s.list);
+  }
 
   size_t keys() const { return used_; }
 
@@ -38,10 +49,14 @@ class KeyIndex {
     MatchKey key{};
     List* list = nullptr;
   };
+  size_t slot_of(const MatchKey& key) const { return size_t(key.hash() >> shift_); }
+  List& insert(const MatchKey& key);
   List* new_list();
   void grow();
 
   std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  unsigned shift_ = 0;  // 64 - log2(slots)
   size_t used_ = 0;
   std::vector<std::unique_ptr<List[]>> chunks_;
   size_t chunk_used_ = 0;

@@ -21,7 +21,7 @@ struct MatchKey {
   int32_t tag;
   Wild wild;
 
-  bool operator==(const MatchKey&) const = default;
+  bool operator==(const MatchKey& o) const { return lo() == o.lo() && hi() == o.hi(); }
 
   // The key under which a receive (source/tag possibly wildcards) is filed.
   static MatchKey for_receive(uint32_t cid, int32_t source, int32_t tag) {
@@ -42,14 +42,12 @@ struct MatchKey {
   // ANY_TAG never matches a negative tag.
   static bool tag_wildcard_applies(int32_t tag) { return tag >= 0; }
 
-  uint64_t hash() const {
-    uint64_t a = (uint64_t(cid) << 32) ^ uint32_t(source);
-    uint64_t b = (uint64_t(uint32_t(tag)) << 2) ^ uint64_t(wild);
-    uint64_t h = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull);
-    h ^= h >> 29;
-    h *= 0xBF58476D1CE4E5B9ull;
-    return h ^ (h >> 32);
-  }
+  // The key as two words: (cid, source) and (tag, wild).
+  uint64_t lo() const { return uint64_t(cid) | uint64_t(uint32_t(source)) << 32; }
+  uint64_t hi() const { return uint64_t(uint32_t(tag)) | uint64_t(wild) << 32; }
+  // Multiplicative (Fibonacci) hashing: take the top bits of the product, which
+  // spread consecutive tags and ranks evenly over the table.
+  uint64_t hash() const { return (lo() ^ (hi() << 23 | hi() >> 41)) * 0x9E3779B97F4A7C15ull; }
 };
 
 }  // namespace rdmx

@@ -1,25 +1,11 @@
 #include "match/posted_queue.h"
 
+#include <algorithm>
+
 namespace rdmx {
 
-void PostedQueue::post(PostedEntry& e, uint32_t cid, int32_t source, int32_t tag) {
-  e.key = MatchKey::for_receive(cid, source, tag);
-  e.post_seq = next_seq_++;
-  e.node.owner = &e;
-  e.node.push_back(index_.get(e.key));
-  ++per_class_[uint32_t(e.key.wild)];
-  ++size_;
-}
-
-PostedEntry* PostedQueue::match(uint32_t cid, int32_t source, int32_t tag) {
-  if (!size_) return nullptr;
-  if (size_ == per_class_[0]) {  // no wildcards posted: one lookup
-    List* l = index_.find(MatchKey{cid, source, tag, Wild::None});
-    if (!l || l->empty()) return nullptr;
-    auto* e = static_cast<PostedEntry*>(l->first->owner);
-    remove(*e);
-    return e;
-  }
+// Some receive with a wildcard is posted: the oldest of the candidates of each class.
+PostedEntry* PostedQueue::match_wildcards(uint32_t cid, int32_t source, int32_t tag) {
   PostedEntry* best = nullptr;
   for (uint32_t w = 0; w < 4; ++w) {
     if (!per_class_[w]) continue;
@@ -30,16 +16,24 @@ PostedEntry* PostedQueue::match(uint32_t cid, int32_t source, int32_t tag) {
     auto* e = static_cast<PostedEntry*>(l->first->owner);
     if (!best || e->post_seq < best->post_seq) best = e;
   }
-  if (best) remove(*best);
+  if (best) take(*best);
   return best;
 }
 
-bool PostedQueue::remove(PostedEntry& e) {
-  if (!e.node.linked()) return false;
-  e.node.unlink();
-  --per_class_[uint32_t(e.key.wild)];
-  --size_;
-  return true;
+std::vector<PostedEntry*> PostedQueue::take_source(int32_t source) {
+  std::vector<PostedEntry*> out;
+  if (size_ == 0) return out;
+  index_.for_each([&](const List& l) {
+    for (ListNode* n = l.first; n; n = n->next) {
+      auto* e = static_cast<PostedEntry*>(n->owner);
+      if (e->key.source == source && (e->key.wild == Wild::None || e->key.wild == Wild::Tag))
+        out.push_back(e);
+    }
+  });
+  std::sort(out.begin(), out.end(),
+            [](const PostedEntry* a, const PostedEntry* b) { return a->post_seq < b->post_seq; });
+  for (PostedEntry* e : out) take(*e);
+  return out;
 }
 
 }  // namespace rdmx

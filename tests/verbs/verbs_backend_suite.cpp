@@ -59,7 +59,7 @@ struct Pair {
 
 int send_bytes(RawEnd& e, verbs::Conn* c, uint64_t v, uint64_t wr) {
   fabric::Sge sge{&v, sizeof v, nullptr};
-  return e.fabric.send(c, &sge, 1, true, wr);
+  return e.fabric.send(c, &sge, 1, fabric::kSendInline | fabric::kSendSignaled, wr);
 }
 
 TEST_F(VerbsCm, ReadDepthsAreLoweredByThePassiveSide) {

@@ -251,10 +251,10 @@ int Fabric::post_shared_recv(void* buf, uint32_t len, const Region&, uint64_t wr
   return RDMX_OK;
 }
 
-int Fabric::send(Conn* c, const fabric::Sge* sge, int n, bool inline_data, uint64_t wr) {
+int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr) {
   uint64_t total = 0;
   for (int i = 0; i < n; ++i) total += sge[i].len;
-  if (inline_data && total > c->attrs.max_inline) return RDMX_ERR_INVALID;
+  if ((flags & fabric::kSendInline) && total > c->attrs.max_inline) return RDMX_ERR_INVALID;
   Faults& f = faults();
   int64_t nth = f.sends_posted.fetch_add(1, std::memory_order_relaxed) + 1;
   fabric::Failure fail = fabric::Failure::Other;
@@ -306,8 +306,10 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, bool inline_data, uint6
     }
   }
   if (ok) {
-    std::lock_guard<SpinLock> g(ep_->mu);
-    ep_->complete({Completion::SendDone, false, fabric::Failure::Other, 0, wr, 0, c->user, c});
+    if (flags & fabric::kSendSignaled) {
+      std::lock_guard<SpinLock> g(ep_->mu);
+      ep_->complete({Completion::SendDone, false, fabric::Failure::Other, 0, wr, 0, c->user, c});
+    }
   } else {
     {
       std::lock_guard<SpinLock> g(ep_->mu);

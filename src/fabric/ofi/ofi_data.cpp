@@ -74,7 +74,10 @@ int Fabric::post_recv(Conn* c, void* buf, uint32_t len, const Region& r, uint64_
   return RDMX_OK;
 }
 
-int Fabric::send(Conn* c, const fabric::Sge* sge, int n, bool inline_data, uint64_t wr) {
+// Every send is reported, signaled or not (fabric.h allows it): the tx context is
+// recycled on its completion.
+int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr) {
+  bool inline_data = flags & fabric::kSendInline;
   if (n < 1 || n > kMaxSge) return RDMX_ERR_INVALID;
   if (!c->ep || c->state != Conn::State::Up) return RDMX_ERR_PEER_LOST;
   iovec iov[kMaxSge];
@@ -98,8 +101,7 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, bool inline_data, uint6
   msg.desc = described ? desc : nullptr;  // some providers read every entry of an array
   msg.iov_count = size_t(n);
   msg.context = &op->ctx;
-  uint64_t flags = FI_COMPLETION | (inline_data ? FI_INJECT : 0);
-  ssize_t rc = fi_sendmsg(c->ep.get(), &msg, flags);
+  ssize_t rc = fi_sendmsg(c->ep.get(), &msg, FI_COMPLETION | (inline_data ? FI_INJECT : 0));
   if (rc) {
     c->tx.give(op);
     return post_error(rc);

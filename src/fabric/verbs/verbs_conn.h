@@ -29,6 +29,8 @@ struct Slot {
 class SlotPool {
  public:
   void init(uint32_t n, Conn* owner) {
+    unsignaled_.conn = owner;
+    unsignaled_.index = UINT32_MAX;
     slots_.reset(new Slot[n]);
     free_.reserve(n);
     for (uint32_t i = n; i-- > 0;) {
@@ -46,11 +48,20 @@ class SlotPool {
     s->wr = wr;
     return s;
   }
-  void give(Slot* s) { free_.push_back(s->index); }
+  // The one slot every unsignaled send of the connection points at; never in use.
+  Slot* unsignaled(uint64_t wr) {
+    unsignaled_.op = Slot::Send;
+    unsignaled_.wr = wr;
+    return &unsignaled_;
+  }
+  void give(Slot* s) {
+    if (s != &unsignaled_) free_.push_back(s->index);
+  }
   uint32_t in_use() const { return size_ - uint32_t(free_.size()); }
 
  private:
   std::unique_ptr<Slot[]> slots_;
+  Slot unsignaled_;
   std::vector<uint32_t> free_;
   uint32_t size_ = 0;
 };

@@ -143,7 +143,8 @@ int Fabric::post_shared_recv(void* buf, uint32_t len, const Region& r, uint64_t 
   return RDMX_OK;
 }
 
-int Fabric::send(Conn* c, const fabric::Sge* sge, int n, bool inline_data, uint64_t wr) {
+int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr) {
+  bool inline_data = flags & fabric::kSendInline;
   if (!c->qp) return RDMX_ERR_PEER_LOST;
   if (n < 1 || n > 3 || uint32_t(n) > c->attrs.max_sge) {
     RDMX_LOG(LogLevel::Debug, rank_, "verbs: a SEND in %d pieces (max %u)", n, c->attrs.max_sge);
@@ -162,7 +163,10 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, bool inline_data, uint6
              c->attrs.max_inline);
     return RDMX_ERR_INVALID;
   }
-  Slot* slot = c->slots.take(Slot::Send, wr);
+  // An unsignaled send takes no slot: it only completes (in error) if it fails, and
+  // then points at the connection's shared unsignaled slot.
+  bool signaled = flags & fabric::kSendSignaled;
+  Slot* slot = signaled ? c->slots.take(Slot::Send, wr) : c->slots.unsignaled(wr);
   if (!slot) {
     RDMX_LOG(LogLevel::Debug, rank_, "verbs: no send slot left (%u in use)", c->slots.in_use());
     return RDMX_ERR_AGAIN;
@@ -172,7 +176,7 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, bool inline_data, uint6
   w.sg_list = s;
   w.num_sge = n;
   w.opcode = IBV_WR_SEND;
-  w.send_flags = IBV_SEND_SIGNALED | (inline_data ? IBV_SEND_INLINE : 0);
+  w.send_flags = (signaled ? IBV_SEND_SIGNALED : 0) | (inline_data ? IBV_SEND_INLINE : 0);
   ibv_send_wr* bad = nullptr;
   if (int e = ibv_post_send(c->qp.get(), &w, &bad)) {
     c->slots.give(slot);

@@ -28,7 +28,7 @@ bool Fabric::create_qp(Conn* c, std::string& err) {
   ia.recv_cq = dev_.cq();
   ia.srq = dev_.srq();
   ia.qp_type = IBV_QPT_RC;
-  ia.sq_sig_all = 1;
+  ia.sq_sig_all = 0;  // the engine signals one inline send in a few (fabric.h)
   ibv_qp* qp = nullptr;
   // Ask for a generous inline size and settle for what the device grants.
   for (uint32_t inl : {max_inline_, 64u, 0u}) {
