@@ -120,6 +120,23 @@ class Engine {
   [[gnu::always_inline]] bool post(Link<F>& l, wire::Header& h, const void* extra,
                                    uint32_t extra_len, const void* payload, uint64_t payload_len,
                                    bool ctrl);
+  [[gnu::always_inline]] bool post_inline(Link<F>& l, wire::Header& h, const fabric::Sge* sge,
+                                          int n, bool ctrl);
+  [[gnu::noinline]] bool post_bounce(Link<F>& l, wire::Header& h, const void* extra,
+                                     uint32_t extra_len, const void* payload, uint64_t payload_len,
+                                     bool ctrl);
+  [[gnu::always_inline]] void posted(Link<F>& l, bool ctrl);
+  [[gnu::cold, gnu::noinline]] bool send_failed(Link<F>& l, int rc);
+  // A header for a message of this rank (seq and credits are filled in when posted).
+  wire::Header header(wire::Type t, uint32_t cid, int32_t tag, uint64_t len) const {
+    wire::Header h{};
+    h.length = len;
+    h.context_id = cid;
+    h.source = rank_;
+    h.tag = tag;
+    h.version_type = wire::Header::make_vt(t);
+    return h;
+  }
   // Sends what is waiting for p, if anything may be (the check is one flag: most calls
   // find nothing to do).
   void pump(Peer<F>& p) {

@@ -188,6 +188,9 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
   }
   l->attrs = attrs;
   l->signal_every = std::clamp(attrs.max_send_wr / 4, 1u, kMaxSignalInterval);
+  if (attrs.max_inline >= sizeof(wire::Header))
+    l->inline_eager_below =
+        std::min<uint64_t>(attrs.max_inline - sizeof(wire::Header), settings_.eager_limit) + 1;
   l->state = Link<F>::State::Open;
   ++stats_.connections;
   if (!stats_.min_read_depth || attrs.initiator_depth < stats_.min_read_depth)

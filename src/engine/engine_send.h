@@ -19,10 +19,20 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
   Req& r = new_request(Req::Kind::Send, cb, user, const_cast<void*>(buf), len, dest, cid, tag);
   r.sync = flags & RDMX_SEND_SYNC;
   *out = &r;
-  // The common case: an eager message on an open connection with nothing queued before
-  // it. (A peer with a link is neither this rank nor a failed one.)
+  // The common case: a small message on an open connection with nothing waiting before
+  // it goes inline and is complete at once. (A peer with a link is neither this rank
+  // nor a failed one.)
   Peer<F>& p = peers_[size_t(dest)];
-  if (len <= settings_.eager_limit && p.link && p.backlog.empty() && transmit(p, r)) return RDMX_OK;
+  Link<F>* l = p.link.get();
+  if (l && !flags && !p.pending && len < l->inline_eager_below && can_send(*l)) [[likely]] {
+    wire::Header h = header(wire::Type::Eager, cid, tag, len);
+    fabric::Sge sge[2] = {{&h, sizeof h, nullptr}, {buf, uint32_t(len), nullptr}};
+    if (post_inline(*l, h, sge, len ? 2 : 1, false)) {
+      ++stats_.eager_sends;
+      complete(r);
+      return RDMX_OK;
+    }
+  }
   return isend_slow(p, r);
 }
 
@@ -47,8 +57,8 @@ int Engine<F>::isend_slow(Peer<F>& p, Req& r) {
                            std::to_string(p.rank) + " failed: " + err);
     }
     r.registered = true;
-    if (p.backlog.empty() && p.link && transmit(p, r)) return RDMX_OK;
   }
+  if (p.backlog.empty() && p.link && transmit(p, r)) return RDMX_OK;
   r.state = Req::State::Backlog;
   r.queue_node.owner = &r;
   r.queue_node.push_back(p.backlog);
@@ -82,15 +92,10 @@ requires fabric::Fabric<F>
 inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
   Link<F>& l = *p.link;
   if (!can_send(l)) return false;
-  wire::Header h{};
-  h.length = r.len;
-  h.context_id = r.cid;
-  h.source = rank_;
-  h.tag = r.tag;
+  wire::Header h = header(r.registered ? wire::Type::Rts : wire::Type::Eager, r.cid, r.tag, r.len);
   uint64_t id = ObjectPool<Req>::id_of(&r);
   bool sent;
   if (!r.registered) {
-    h.version_type = wire::Header::make_vt(wire::Type::Eager);
     wire::ReqRef ref{id};
     if (r.sync) h.flags = wire::kSync;
     sent = post(l, h, r.sync ? &ref : nullptr, r.sync ? sizeof ref : 0, r.buf, r.len, false);
@@ -106,7 +111,6 @@ inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
       }
     }
   } else {
-    h.version_type = wire::Header::make_vt(wire::Type::Rts);
     wire::RtsBody rts{r.region.remote_address(r.buf), r.region.key(), id};
     sent = post(l, h, &rts, sizeof rts, nullptr, 0, false);
     if (sent) {
@@ -120,56 +124,78 @@ inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
   return sent;
 }
 
-// Posts one message: header, optional extra body, optional payload. Piggybacks the
-// credits this side owes. ctrl: a credit message, drawn from the control credits.
+// Posts one message: header, optional extra body, optional payload, inline if it fits
+// and through a bounce buffer if not. ctrl: a credit message, drawn from the control
+// credits. False if it could not go now (no bounce buffer, the fabric is full, or the
+// link failed).
 template <class F>
 requires fabric::Fabric<F>
 inline bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len,
                             const void* payload, uint64_t payload_len, bool ctrl) {
-  uint64_t total = sizeof h + extra_len + payload_len;
-  bool inline_ok = total <= l.attrs.max_inline;
-  int bounce = -1;
-  if (!inline_ok) {
-    bounce = take_bounce();
-    if (bounce < 0) {
-      bounce_waiters_.push_back(l.peer);
-      return false;
-    }
+  if (sizeof h + extra_len + payload_len > l.attrs.max_inline)
+    return post_bounce(l, h, extra, extra_len, payload, payload_len, ctrl);
+  fabric::Sge sge[3];
+  int n = 0;
+  sge[n++] = {&h, sizeof h, nullptr};
+  if (extra_len) sge[n++] = {extra, extra_len, nullptr};
+  if (payload_len) sge[n++] = {payload, uint32_t(payload_len), nullptr};
+  return post_inline(l, h, sge, n, ctrl);
+}
+
+// An inline SEND of sge (sge[0] is h). Inline sends are signaled one in signal_every
+// (and when a flush asks): that completion retires every send before it, and says how
+// many in its id.
+template <class F>
+requires fabric::Fabric<F>
+inline bool Engine<F>::post_inline(Link<F>& l, wire::Header& h, const fabric::Sge* sge, int n,
+                                   bool ctrl) {
+  h.seq = l.send_seq;
+  h.credits = uint16_t(l.to_return);
+  h.ctrl_credits = uint8_t(l.ctrl_to_return);
+  uint32_t pending = l.unsignaled + 1;
+  bool signal = pending >= l.signal_every || l.flushing;
+  int rc = fabric_.send(l.conn, sge, n,
+                        signal ? fabric::kSendInline | fabric::kSendSignaled : fabric::kSendInline,
+                        wr_id(kWrInline, signal ? pending : 0));
+  if (rc != RDMX_OK) [[unlikely]]
+    return send_failed(l, rc);
+  l.unsignaled = signal ? 0 : pending;
+  ++stats_.inline_sends;
+  posted(l, ctrl);
+  return true;
+}
+
+// A SEND too large to go inline: copied into a registered bounce buffer.
+template <class F>
+requires fabric::Fabric<F>
+bool Engine<F>::post_bounce(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len,
+                            const void* payload, uint64_t payload_len, bool ctrl) {
+  int bounce = take_bounce();
+  if (bounce < 0) {
+    bounce_waiters_.push_back(l.peer);
+    return false;
   }
   h.seq = l.send_seq;
   h.credits = uint16_t(l.to_return);
   h.ctrl_credits = uint8_t(l.ctrl_to_return);
-  int rc;
-  if (inline_ok) {
-    fabric::Sge sge[3];
-    int n = 0;
-    sge[n++] = {&h, sizeof h, nullptr};
-    if (extra_len) sge[n++] = {extra, extra_len, nullptr};
-    if (payload_len) sge[n++] = {payload, uint32_t(payload_len), nullptr};
-    ++stats_.inline_sends;
-    // Inline sends are signaled one in signal_every (and when a flush asks): that
-    // completion retires every send before it, and says how many in its id.
-    uint32_t pending = l.unsignaled + 1;
-    bool signal = pending >= l.signal_every || l.flushing;
-    rc = fabric_.send(l.conn, sge, n,
-                      signal ? fabric::kSendInline | fabric::kSendSignaled : fabric::kSendInline,
-                      wr_id(kWrInline, signal ? pending : 0));
-    if (rc == RDMX_OK) l.unsignaled = signal ? 0 : pending;
-  } else {
-    uint8_t* b = bounce_mem_.get() + size_t(bounce) * recv_buf_size_;
-    std::memcpy(b, &h, sizeof h);
-    if (extra_len) std::memcpy(b + sizeof h, extra, extra_len);
-    if (payload_len) std::memcpy(b + sizeof h + extra_len, payload, payload_len);
-    fabric::Sge sge{b, uint32_t(total), bounce_region_.desc()};
-    rc = fabric_.send(l.conn, &sge, 1, fabric::kSendSignaled, wr_id(kWrBounce, uint64_t(bounce)));
+  uint8_t* b = bounce_mem_.get() + size_t(bounce) * recv_buf_size_;
+  std::memcpy(b, &h, sizeof h);
+  if (extra_len) std::memcpy(b + sizeof h, extra, extra_len);
+  if (payload_len) std::memcpy(b + sizeof h + extra_len, payload, payload_len);
+  fabric::Sge sge{b, uint32_t(sizeof h + extra_len + payload_len), bounce_region_.desc()};
+  if (int rc = fabric_.send(l.conn, &sge, 1, fabric::kSendSignaled,
+                            wr_id(kWrBounce, uint64_t(bounce)))) {
+    bounce_free_.push_back(uint32_t(bounce));
+    return send_failed(l, rc);
   }
-  if (rc != RDMX_OK) {
-    if (bounce >= 0) bounce_free_.push_back(uint32_t(bounce));
-    if (rc == RDMX_ERR_AGAIN) return false;  // the fabric is full: retried on a completion
-    fail_link(l, rc, "posting a send to rank " + std::to_string(l.peer->rank) + " failed");
-    return false;
-  }
-  // Posted: the message has its sequence number, and what it returned is paid.
+  posted(l, ctrl);
+  return true;
+}
+
+// Posted: the message has its sequence number, and what it returned is paid.
+template <class F>
+requires fabric::Fabric<F>
+inline void Engine<F>::posted(Link<F>& l, bool ctrl) {
   ++l.send_seq;
   ++l.sq_used;
   l.to_return = 0;
@@ -181,7 +207,15 @@ inline bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint
     else
       --l.credits;
   }
-  return true;
+}
+
+// The fabric refused a send: full (retried on a completion) or broken (the link fails).
+template <class F>
+requires fabric::Fabric<F>
+bool Engine<F>::send_failed(Link<F>& l, int rc) {
+  if (rc != RDMX_ERR_AGAIN)
+    fail_link(l, rc, "posting a send to rank " + std::to_string(l.peer->rank) + " failed");
+  return false;
 }
 
 template <class F>

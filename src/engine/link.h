@@ -29,6 +29,7 @@ struct Link {
   bool credit_due = false;   // an explicit credit message should go out
   bool peer_shared = false;  // the peer receives from a shared queue: no credits to count
   fabric::ConnAttrs attrs{};
+  uint64_t inline_eager_below = 0;  // eager payloads shorter than this go inline
   std::chrono::steady_clock::time_point started{};
 
   // Flow control: what the peer lets this side send, and what this side owes it.

@@ -1,5 +1,7 @@
 #include "match/key_index.h"
 
+#include "match/posted_queue.h"
+
 namespace rdmx {
 namespace {
 constexpr size_t kChunk = 256;
@@ -12,23 +14,27 @@ unsigned log2_of(size_t n) {
 }
 }  // namespace
 
-KeyIndex::KeyIndex() : slots_(kMinSlots), mask_(kMinSlots - 1), shift_(64 - log2_of(kMinSlots)) {}
+template <class L>
+KeyIndex<L>::KeyIndex()
+    : slots_(kMinSlots), mask_(kMinSlots - 1), shift_(64 - log2_of(kMinSlots)) {}
 
-List* KeyIndex::new_list() {
+template <class L>
+L* KeyIndex<L>::new_list() {
   if (!free_lists_.empty()) {
-    List* l = free_lists_.back();
+    L* l = free_lists_.back();
     free_lists_.pop_back();
     return l;
   }
   if (chunks_.empty() || chunk_used_ == kChunk) {
-    chunks_.emplace_back(new List[kChunk]);
+    chunks_.emplace_back(new L[kChunk]);
     chunk_used_ = 0;
   }
   return &chunks_.back()[chunk_used_++];
 }
 
 // A key seen for the first time: a new list, in a table kept at most half full.
-List& KeyIndex::insert(const MatchKey& key) {
+template <class L>
+L& KeyIndex<L>::insert(const MatchKey& key) {
   if ((used_ + 1) * 2 > slots_.size()) grow();
   size_t i = slot_of(key);
   while (slots_[i].list) i = (i + 1) & mask_;
@@ -38,7 +44,8 @@ List& KeyIndex::insert(const MatchKey& key) {
 }
 
 // Rehash into a table sized for the non-empty lists; empty ones are recycled.
-void KeyIndex::grow() {
+template <class L>
+void KeyIndex<L>::grow() {
   std::vector<Slot> old;
   old.swap(slots_);
   size_t live = 0;
@@ -62,5 +69,10 @@ void KeyIndex::grow() {
     ++used_;
   }
 }
+
+// The two kinds of list in use: the unexpected queue's (doubly linked, an element in
+// four lists) and the posted queue's (a FIFO per key).
+template class KeyIndex<List>;
+template class KeyIndex<Fifo<PostedEntry>>;
 
 }  // namespace rdmx

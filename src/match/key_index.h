@@ -1,18 +1,20 @@
-// An open-addressing hash index from MatchKey to a List of waiting elements.
-// Lists live in stable chunks, so elements may point at them; a list stays in the
-// index while it is empty (a key is usually reused) and is dropped when the table
-// grows. Lookups cost one hash and a short probe however many elements wait.
+// An open-addressing hash index from MatchKey to a list L of waiting elements (List
+// or Fifo). Lists live in stable chunks, so elements may point at them; a list stays
+// in the index while it is empty (a key is usually reused) and is dropped when the
+// table grows. Lookups cost one hash and a short probe however many elements wait.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <vector>
 
+#include "match/fifo.h"
 #include "match/intrusive_list.h"
 #include "match/match_key.h"
 
 namespace rdmx {
 
+template <class L>
 class KeyIndex {
  public:
   KeyIndex();
@@ -20,7 +22,7 @@ class KeyIndex {
   KeyIndex& operator=(const KeyIndex&) = delete;
 
   // The list for key, or null if none was ever made.
-  [[gnu::always_inline]] List* find(const MatchKey& key) const {
+  [[gnu::always_inline]] L* find(const MatchKey& key) const {
     for (size_t i = slot_of(key);; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.key == key) return s.list;
@@ -28,7 +30,7 @@ class KeyIndex {
     }
   }
   // The list for key, made empty if it did not exist.
-  [[gnu::always_inline]] List& get(const MatchKey& key) {
+  [[gnu::always_inline]] L& get(const MatchKey& key) {
     for (size_t i = slot_of(key);; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
       if (s.key == key && s.list) return *s.list;
@@ -37,8 +39,8 @@ class KeyIndex {
   }
   // Calls fn(list) for every list in the index.
   template <class Fn>
-  void for_each(Fn&& fn) const {
-    for (const Slot& s : slots_)
+  void for_each(Fn&& fn) {
+    for (Slot& s : slots_)
       if (s.list) fn(*s.list);
   }
 
@@ -47,20 +49,20 @@ class KeyIndex {
  private:
   struct Slot {
     MatchKey key{};
-    List* list = nullptr;
+    L* list = nullptr;
   };
   size_t slot_of(const MatchKey& key) const { return size_t(key.hash() >> shift_); }
-  List& insert(const MatchKey& key);
-  List* new_list();
+  L& insert(const MatchKey& key);
+  L* new_list();
   void grow();
 
   std::vector<Slot> slots_;
   size_t mask_ = 0;
   unsigned shift_ = 0;  // 64 - log2(slots)
   size_t used_ = 0;
-  std::vector<std::unique_ptr<List[]>> chunks_;
+  std::vector<std::unique_ptr<L[]>> chunks_;
   size_t chunk_used_ = 0;
-  std::vector<List*> free_lists_;
+  std::vector<L*> free_lists_;
 };
 
 }  // namespace rdmx

@@ -1,6 +1,7 @@
 // Posted receives waiting for a message, indexed so that an arriving message finds
-// the oldest matching receive in O(1): at most one lookup per wildcard class that
-// has receives posted, and the post sequence number picks between the classes.
+// the oldest matching receive in O(1): one FIFO per (context, source, tag) key, at
+// most one lookup per wildcard class that has receives posted, and the post sequence
+// number picks between the classes.
 #pragma once
 
 #include <cstddef>
@@ -12,9 +13,10 @@
 namespace rdmx {
 
 struct PostedEntry {
-  ListNode node;
+  PostedEntry* fifo_next = nullptr;
   MatchKey key{};
   uint64_t post_seq = 0;
+  bool posted = false;
 };
 
 class PostedQueue {
@@ -22,43 +24,41 @@ class PostedQueue {
   [[gnu::always_inline]] void post(PostedEntry& e, uint32_t cid, int32_t source, int32_t tag) {
     e.key = MatchKey::for_receive(cid, source, tag);
     e.post_seq = next_seq_++;
-    e.node.owner = &e;
-    e.node.push_back(index_.get(e.key));
-    ++per_class_[uint32_t(e.key.wild)];
+    e.posted = true;
+    index_.get(e.key).push(&e);
+    if (e.key.wild != Wild::None) [[unlikely]]
+      count_wildcard(e.key.wild, +1);
     ++size_;
   }
   // Removes and returns the oldest receive matching the message, or null.
   [[gnu::always_inline]] PostedEntry* match(uint32_t cid, int32_t source, int32_t tag) {
-    if (size_ != per_class_[0]) [[unlikely]]
+    if (wildcards_) [[unlikely]]
       return match_wildcards(cid, source, tag);
-    List* l = index_.find(MatchKey{cid, source, tag, Wild::None});  // one lookup
+    Fifo<PostedEntry>* l = index_.find(MatchKey{cid, source, tag, Wild::None});  // one lookup
     if (!l || l->empty()) return nullptr;
-    auto* e = static_cast<PostedEntry*>(l->first->owner);
-    take(*e);
+    PostedEntry* e = l->pop();
+    e->posted = false;
+    --size_;
     return e;
   }
   // Removes a still-posted receive (cancel). False if it was not posted.
-  bool remove(PostedEntry& e) {
-    if (!e.node.linked()) return false;
-    take(e);
-    return true;
-  }
+  bool remove(PostedEntry& e);
   // Removes every receive posted for this source (not wildcard ones), oldest first.
   std::vector<PostedEntry*> take_source(int32_t source);
   size_t size() const { return size_; }
 
  private:
-  [[gnu::always_inline]] void take(PostedEntry& e) {
-    e.node.unlink();
-    --per_class_[uint32_t(e.key.wild)];
-    --size_;
+  void count_wildcard(Wild w, int d) {
+    per_class_[uint32_t(w)] += size_t(d);
+    wildcards_ += size_t(d);
   }
   PostedEntry* match_wildcards(uint32_t cid, int32_t source, int32_t tag);
 
-  KeyIndex index_;
+  KeyIndex<Fifo<PostedEntry>> index_;
   uint64_t next_seq_ = 0;
   size_t size_ = 0;
-  size_t per_class_[4] = {};
+  size_t wildcards_ = 0;      // receives posted with ANY_SOURCE or ANY_TAG
+  size_t per_class_[4] = {};  // by Wild (per_class_[0] unused)
 };
 
 }  // namespace rdmx

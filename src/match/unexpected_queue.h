@@ -26,7 +26,7 @@ class UnexpectedQueue {
   size_t size() const { return size_; }
 
  private:
-  KeyIndex index_;
+  KeyIndex<List> index_;
   size_t size_ = 0;
 };
 
