@@ -153,9 +153,12 @@ class Engine {
   [[gnu::noinline]] void on_recv_other(Link<F>& l, uint64_t wr, uint32_t len);
   [[gnu::always_inline]] bool repost(Link<F>& l, uint64_t wr, bool ctrl);
   [[gnu::always_inline]] bool handle_message(Link<F>& l, const uint8_t* b, uint32_t len);
-  [[gnu::cold, gnu::noinline]] void bad_message(Link<F>& l, const uint8_t* b, uint32_t len);
+  [[gnu::cold, gnu::noinline]] void bad_message(Link<F>& l, const uint8_t* b, uint32_t len,
+                                                uint32_t expected_seq);
+  [[gnu::noinline]] bool handle_other(Link<F>& l, const uint8_t* b, uint32_t len);
   [[gnu::always_inline]] void handle_eager(Link<F>& l, const wire::Header& h, const uint8_t* b,
-                                           uint32_t len);
+                                           uint32_t len, bool sync);
+  [[gnu::cold, gnu::noinline]] void bad_eager(Link<F>& l, uint64_t says, uint32_t len);
   [[gnu::noinline]] void unexpected_eager(Link<F>& l, const wire::Header& h, const uint8_t* payload,
                                           bool sync, uint64_t sender_request);
   void handle_rts(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);

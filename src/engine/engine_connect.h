@@ -20,6 +20,7 @@ template <class F>
 requires fabric::Fabric<F>
 bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
   l.credit_window = uint32_t(settings_.credits);
+  l.credit_threshold = std::max(1u, l.credit_window / 2);
   l.recv_buf_size = recv_buf_size_;
   if (settings_.srq) return true;  // receives come from the shared queue
   l.recv_bufs = l.credit_window + kCtrlCredits;

@@ -96,6 +96,9 @@ void Engine<F>::fail_request(Req& r, int code) {
     fabric_.dereg(r.region);
     r.registered = false;
   }
+  // A send's status was set when it was made, a rendezvous receive's when it matched.
+  if (r.kind == Req::Kind::Recv && r.state != Req::State::Reading)
+    r.status = {r.peer, r.tag, 0, 0, RDMX_OK};
   r.status.error = code;
   if (r.kind == Req::Kind::Recv) r.status.length = 0;
   complete(r);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/copy.h"
 #include "engine/engine.h"
 
 namespace rdmx::engine {
@@ -92,52 +93,68 @@ inline bool Engine<F>::repost(Link<F>& l, uint64_t wr, bool ctrl) {
   }
   if (ctrl)
     ++l.ctrl_to_return;
-  else if (++l.to_return >= std::max(1u, l.credit_window / 2)) {
+  else if (++l.to_return >= l.credit_threshold) {
     l.credit_due = true;
     l.peer->pending = true;
   }
   return true;
 }
 
-// Checks and dispatches one arrived message; true if it was a credit message.
+// Checks and dispatches one arrived message; true if it was a credit message. An
+// eager message without flags (the common case) is handled here; every other kind
+// goes out of line.
 template <class F>
 requires fabric::Fabric<F>
 inline bool Engine<F>::handle_message(Link<F>& l, const uint8_t* b, uint32_t len) {
   wire::Header h;
   if (len < sizeof h) [[unlikely]] {
-    bad_message(l, b, len);
+    bad_message(l, b, len, l.recv_seq);
     return false;
   }
   std::memcpy(&h, b, sizeof h);
-  if (h.version() != wire::kVersion || h.seq != l.recv_seq || h.source != l.peer->rank)
-      [[unlikely]] {
-    bad_message(l, b, len);
+  if (h.seq != l.recv_seq || h.source != l.peer->rank) [[unlikely]] {
+    bad_message(l, b, len, l.recv_seq);
     return false;
   }
   ++l.recv_seq;
-  l.credits += h.credits;
-  l.ctrl_credits += h.ctrl_credits;
+  uint32_t credits = h.credits, ctrl_credits = h.ctrl_credits;
+  l.credits += credits;
+  l.ctrl_credits += ctrl_credits;
   l.may_send = true;
-  if (h.type() == wire::Type::Eager) [[likely]] {
-    handle_eager(l, h, b, len);
+  if (h.version_type == wire::Header::make_vt(wire::Type::Eager) && !h.flags) [[likely]] {
+    handle_eager(l, h, b, len, false);
+    return false;
+  }
+  return handle_other(l, b, len);
+}
+
+// Every message but a plain eager one; true if it was a credit message.
+template <class F>
+requires fabric::Fabric<F>
+bool Engine<F>::handle_other(Link<F>& l, const uint8_t* b, uint32_t len) {
+  wire::Header h;
+  std::memcpy(&h, b, sizeof h);
+  if (h.version() != wire::kVersion) {
+    bad_message(l, b, len, h.seq);
     return false;
   }
   switch (h.type()) {
+    case wire::Type::Eager: handle_eager(l, h, b, len, h.flags & wire::kSync); break;
     case wire::Type::Rts: handle_rts(l, h, b, len); break;
     case wire::Type::Fin:
     case wire::Type::SyncAck: handle_done(l, h, b, len); break;
     case wire::Type::Credit: return true;
     case wire::Type::Hello: break;
-    default: bad_message(l, b, len);  // Eager was taken above
+    default: bad_message(l, b, len, h.seq);
   }
   return false;
 }
 
-// Says what is wrong with a message that failed handle_message's checks, and fails
-// the link it came on.
+// Says what is wrong with a message that failed the checks (expected: the sequence
+// number it should have had), and fails the link it came on.
 template <class F>
 requires fabric::Fabric<F>
-void Engine<F>::bad_message(Link<F>& l, const uint8_t* b, uint32_t len) {
+void Engine<F>::bad_message(Link<F>& l, const uint8_t* b, uint32_t len, uint32_t expected) {
   std::string rank = "rank " + std::to_string(l.peer->rank);
   wire::Header h;
   if (len < sizeof h)
@@ -145,33 +162,30 @@ void Engine<F>::bad_message(Link<F>& l, const uint8_t* b, uint32_t len) {
         l, RDMX_ERR_PROTOCOL,
         rank + " sent a " + std::to_string(len) + "-byte message, shorter than a header");
   std::memcpy(&h, b, sizeof h);
-  if (h.version() != wire::kVersion || h.seq != l.recv_seq || h.source != l.peer->rank)
+  if (h.version() != wire::kVersion || h.seq != expected || h.source != l.peer->rank)
     return fail_link(l, RDMX_ERR_PROTOCOL,
                      rank + " sent a message with version " + std::to_string(h.version()) +
                          ", sequence " + std::to_string(h.seq) + " (expected " +
-                         std::to_string(l.recv_seq) + "), source " + std::to_string(h.source));
+                         std::to_string(expected) + "), source " + std::to_string(h.source));
   fail_link(l, RDMX_ERR_PROTOCOL,
             rank + " sent a message of unknown type " + std::to_string(int(h.type())));
 }
 
+// An eager message: delivered to the oldest matching receive, or kept as unexpected.
+// sync: a ReqRef follows the header, and the sender waits for an ack of the match.
 template <class F>
 requires fabric::Fabric<F>
 inline void Engine<F>::handle_eager(Link<F>& l, const wire::Header& h, const uint8_t* b,
-                                    uint32_t len) {
+                                    uint32_t len, bool sync) {
   uint32_t off = sizeof h;
   wire::ReqRef ref{0};
-  bool sync = h.flags & wire::kSync;
-  if (sync) [[unlikely]] {
-    std::memcpy(&ref, b + off, std::min<size_t>(sizeof ref, len - off));
+  if (sync) {
+    if (len < off + sizeof ref) return bad_eager(l, h.length, len);
+    std::memcpy(&ref, b + off, sizeof ref);
     off += sizeof ref;
   }
-  if (len < off || len - off != h.length) [[unlikely]] {
-    fail_link(l, RDMX_ERR_PROTOCOL,
-              "rank " + std::to_string(l.peer->rank) +
-                  " sent an eager message whose length field says " + std::to_string(h.length) +
-                  " bytes but " + std::to_string(len) + " arrived");
-    return;
-  }
+  if (len - off != h.length) [[unlikely]]
+    return bad_eager(l, h.length, len);
   Peer<F>& p = *l.peer;
   if (Req* r = static_cast<Req*>(posted_.match(h.context_id, p.rank, h.tag))) [[likely]] {
     deliver(*r, p.rank, h.tag, b + off, h.length);
@@ -179,6 +193,15 @@ inline void Engine<F>::handle_eager(Link<F>& l, const wire::Header& h, const uin
     return;
   }
   unexpected_eager(l, h, b + off, sync, ref.sender_request);
+}
+
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::bad_eager(Link<F>& l, uint64_t says, uint32_t len) {
+  fail_link(l, RDMX_ERR_PROTOCOL,
+            "rank " + std::to_string(l.peer->rank) +
+                " sent an eager message whose length field says " + std::to_string(says) +
+                " bytes but " + std::to_string(len) + " arrived");
 }
 
 // An eager message no receive was waiting for: its payload is copied aside.
@@ -266,7 +289,7 @@ requires fabric::Fabric<F>
 inline void Engine<F>::deliver(Req& r, int32_t source, int32_t tag, const void* data,
                                uint64_t len) {
   uint64_t n = std::min(len, r.len);
-  if (n) std::memcpy(r.buf, data, n);
+  copy_bytes(r.buf, data, n);
   r.peer = source;
   r.status = {source, tag, n, len, len > r.len ? RDMX_ERR_TRUNCATED : RDMX_OK};
   complete(r);
@@ -286,8 +309,6 @@ inline typename Engine<F>::Req& Engine<F>::new_request(typename Req::Kind kind,
   r.registered = false;
   r.cb = cb;
   r.user = user;
-  r.status = {peer, tag, kind == Req::Kind::Send ? len : 0, kind == Req::Kind::Send ? len : 0,
-              RDMX_OK};
   r.buf = buf;
   r.len = len;
   r.peer = peer;
@@ -384,8 +405,7 @@ requires fabric::Fabric<F>
 int Engine<F>::cancel(Req* r) {
   if (r->kind != Req::Kind::Recv || r->state != Req::State::Posted) return RDMX_OK;
   posted_.remove(*r);
-  r->status.error = RDMX_ERR_CANCELLED;
-  r->status.length = 0;
+  r->status = {r->peer, r->tag, 0, 0, RDMX_ERR_CANCELLED};
   complete(*r);
   return RDMX_OK;
 }

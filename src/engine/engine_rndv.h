@@ -12,6 +12,7 @@ template <class F>
 requires fabric::Fabric<F>
 void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint64_t msg_len,
                            const RemoteData& remote) {
+  r.state = Req::State::Reading;  // matched: its status is set here, failure or not
   r.peer = source;
   r.remote = remote;
   r.link = l;
@@ -38,7 +39,6 @@ void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint
     return;
   }
   r.registered = true;
-  r.state = Req::State::Reading;
   r.peer_node.owner = &r;
   r.peer_node.push_back(p.inflight);
   r.queue_node.owner = &r;

@@ -16,23 +16,29 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
   if (uint32_t(dest) >= uint32_t(size_) || tag == RDMX_ANY_TAG || (!buf && len) ||
       (flags & ~RDMX_SEND_SYNC)) [[unlikely]]
     return send_arg_error(dest, tag, buf, len, flags);
-  Req& r = new_request(Req::Kind::Send, cb, user, const_cast<void*>(buf), len, dest, cid, tag);
-  r.sync = flags & RDMX_SEND_SYNC;
-  *out = &r;
   // The common case: a small message on an open connection with nothing waiting before
-  // it goes inline and is complete at once. (A peer with a link is neither this rank
-  // nor a failed one.)
+  // it goes inline and is complete at once; its request only has to say so. (A peer
+  // with a link is neither this rank nor a failed one.)
   Peer<F>& p = peers_[size_t(dest)];
   Link<F>* l = p.link.get();
   if (l && !flags && !p.pending && len < l->inline_eager_below && can_send(*l)) [[likely]] {
     wire::Header h = header(wire::Type::Eager, cid, tag, len);
     fabric::Sge sge[2] = {{&h, sizeof h, nullptr}, {buf, uint32_t(len), nullptr}};
-    if (post_inline(*l, h, sge, len ? 2 : 1, false)) {
+    if (post_inline(*l, h, sge, len ? 2 : 1, false)) [[likely]] {
       ++stats_.eager_sends;
-      complete(r);
+      Req& r = *requests_.get();
+      r.kind = Req::Kind::Send;
+      r.state = Req::State::Done;
+      r.status = {dest, tag, len, len, RDMX_OK};
+      *out = &r;
+      if (cb) cb(r.handle(), &r.status, user);
       return RDMX_OK;
     }
   }
+  Req& r = new_request(Req::Kind::Send, cb, user, const_cast<void*>(buf), len, dest, cid, tag);
+  r.status = {dest, tag, len, len, RDMX_OK};
+  r.sync = flags & RDMX_SEND_SYNC;
+  *out = &r;
   return isend_slow(p, r);
 }
 

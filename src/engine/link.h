@@ -37,7 +37,8 @@ struct Link {
   uint32_t ctrl_credits = 0;
   uint32_t to_return = 0;
   uint32_t ctrl_to_return = 0;
-  uint32_t credit_window = 0;  // regular buffers posted here for the peer
+  uint32_t credit_window = 0;     // regular buffers posted here for the peer
+  uint32_t credit_threshold = 1;  // to_return that calls for an explicit credit message
 
   uint32_t send_seq = 0;
   uint32_t recv_seq = 0;

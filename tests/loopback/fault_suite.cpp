@@ -205,5 +205,46 @@ TEST_F(LoopbackFaults, ForeignAndCorruptPrivateDataAreRejected) {
   rdmx_finalize(c);
 }
 
+// A message that arrives damaged (one header byte changed on the way) fails its
+// connection with a protocol error that says what was wrong; the receive waiting for
+// it completes with that error instead of taking the bytes.
+TEST_F(LoopbackFaults, CorruptMessagesFailTheConnectionAndSayWhy) {
+  struct Case {
+    uint32_t offset;  // into the 32-byte header (docs/wire-format.md)
+    uint8_t xor_with;
+    const char* says;
+  };
+  const Case cases[] = {
+      {0, 0x01, "length field says"},  // length
+      {12, 0x01, "source"},            // source rank
+      {20, 0x01, "sequence"},          // sequence number
+      {24, 0x10, "version 0"},         // version
+      {24, 0x0e, "unknown type 15"},   // type
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.says);
+    loopback::reset_faults();
+    run_world("loopback", 2, [&c](Rank& r) {
+      uint64_t v = 7;
+      rdmx_request_t* q = r.rank == 0 ? isend(r, 1, 0, &v, sizeof v) : irecv(r, 0, 0, &v, sizeof v);
+      EXPECT_EQ(r.finish(q).error, RDMX_OK);
+      r.barrier();  // connected and quiet: the next SEND is rank 0's
+      if (r.rank == 0) {
+        loopback::faults().corrupt_offset = c.offset;
+        loopback::faults().corrupt_xor = c.xor_with;
+        loopback::faults().corrupt_at_send = loopback::faults().sends_posted + 1;
+        EXPECT_EQ(r.finish(isend(r, 1, 1, &v, sizeof v)).error, RDMX_OK);
+      } else {
+        auto st = r.finish(irecv(r, 0, 1, &v, sizeof v), 10000);
+        EXPECT_EQ(st.error, RDMX_ERR_PROTOCOL);
+        std::string why = rdmx_last_error(r.ctx);
+        EXPECT_NE(why.find(c.says), std::string::npos) << why;
+        EXPECT_NE(why.find("rank 0"), std::string::npos) << why;
+      }
+      r.barrier();
+    });
+  }
+}
+
 }  // namespace
 }  // namespace rdmx::test

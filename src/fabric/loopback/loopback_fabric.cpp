@@ -298,6 +298,8 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_
             std::memcpy(dst, sge[i].addr, sge[i].len);
             dst += sge[i].len;
           }
+          if (nth == f.corrupt_at_send.load(std::memory_order_relaxed) && f.corrupt_offset < total)
+            static_cast<uint8_t*>(r.buf)[f.corrupt_offset] ^= f.corrupt_xor;
           pe->complete({Completion::Recv, false, fabric::Failure::Other, uint32_t(total), r.wr, 0,
                         p->user, p});
           ok = true;

@@ -11,6 +11,9 @@ struct Faults {
   std::atomic<uint32_t> completion_delay{0};  // completions show up this many polls late
   std::atomic<int64_t> drop_at_read{-1};      // the Nth READ posted breaks its connection
   std::atomic<int64_t> error_at_send{-1};     // the Nth SEND posted completes in error
+  std::atomic<int64_t> corrupt_at_send{-1};   // the Nth SEND arrives with a byte changed:
+  std::atomic<uint32_t> corrupt_offset{0};    //   this one,
+  std::atomic<uint8_t> corrupt_xor{0};        //   xor this
   std::atomic<int64_t> reads_posted{0};
   std::atomic<int64_t> sends_posted{0};
   std::atomic<uint64_t> max_reads_in_flight{0};  // high-water mark on any connection

@@ -14,6 +14,9 @@ void reset_faults() {
   f.completion_delay = 0;
   f.drop_at_read = -1;
   f.error_at_send = -1;
+  f.corrupt_at_send = -1;
+  f.corrupt_offset = 0;
+  f.corrupt_xor = 0;
   f.reads_posted = 0;
   f.sends_posted = 0;
   f.max_reads_in_flight = 0;
