@@ -9,7 +9,7 @@
 
 namespace rdmx {
 
-inline void copy_bytes(void* dst, const void* src, size_t n) {
+[[gnu::always_inline]] inline void copy_bytes(void* dst, const void* src, size_t n) {
   auto* d = static_cast<uint8_t*>(dst);
   auto* s = static_cast<const uint8_t*>(src);
   if (n > 16) [[unlikely]] {

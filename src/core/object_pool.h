@@ -31,14 +31,12 @@ class ObjectPool {
     T* t = free_;
     free_ = t->pool_next;
     ++t->pool_gen;
-    ++live_;
     return t;
   }
   void put(T* t) {
     ++t->pool_gen;  // invalidates outstanding ids at once
     t->pool_next = free_;
     free_ = t;
-    --live_;
   }
   // id = generation << 32 | index
   static uint64_t id_of(const T* t) { return uint64_t(t->pool_gen) << 32 | t->pool_index; }
@@ -49,7 +47,6 @@ class ObjectPool {
     T* t = &chunks_[index / kChunk][index % kChunk];
     return t->pool_gen == gen && (gen & 1) ? t : nullptr;
   }
-  size_t live() const { return live_; }
 
  private:
   [[gnu::noinline]] void add_chunk() {
@@ -65,7 +62,6 @@ class ObjectPool {
   }
   std::vector<std::unique_ptr<T[]>> chunks_;
   T* free_ = nullptr;
-  size_t live_ = 0;
 };
 
 }  // namespace rdmx

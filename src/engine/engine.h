@@ -75,14 +75,21 @@ class Engine {
   void on_wr_error(void* user, uint64_t wr, fabric::Failure f, const char* why);
 
  private:
-  // Work request ids: the kind in the top byte, then an index or request id.
+  // Work request ids: the kind in the top byte, then an index or request id. A
+  // connection's receive buffer is kind 0: its id is its index.
   enum WrKind : uint64_t {
-    kWrRecv = 1,
+    kWrRecv = 0,
     kWrInline = 2,
     kWrBounce = 3,
     kWrRead = 4,
     kWrShared = 5,  // a buffer of the shared receive queue
   };
+  // A null buffer is fine for an empty message (tested as a branch: buffers are rarely
+  // null).
+  static bool null_with_length(const void* buf, uint64_t len) {
+    if (__builtin_expect(buf != nullptr, 1)) return false;
+    return len != 0;
+  }
   static uint64_t wr_id(WrKind k, uint64_t v) { return uint64_t(k) << 56 | v; }
   static WrKind wr_kind(uint64_t wr) { return WrKind(wr >> 56); }
   static uint64_t wr_value(uint64_t wr) { return wr & ((uint64_t(1) << 56) - 1); }
@@ -109,6 +116,16 @@ class Engine {
   }
 
   // Sending (engine_send.h).
+  // Isend's fast path is open once the link is Open and may send, and closed with it.
+  void open_fast_path(Link<F>& l) {
+    if (l.state == Link<F>::State::Open && l.may_send && l.attrs.max_inline >= sizeof(wire::Header))
+      l.inline_eager_below =
+          std::min<uint64_t>(l.attrs.max_inline - sizeof(wire::Header), settings_.eager_limit) + 1;
+  }
+  void close_link(Link<F>& l) {
+    l.state = Link<F>::State::Closed;
+    l.inline_eager_below = 0;
+  }
   bool can_send(const Link<F>& l) const {
     return l.state == Link<F>::State::Open && l.may_send && l.credits > 0 &&
            l.sq_used < l.attrs.max_send_wr;
@@ -151,7 +168,8 @@ class Engine {
   // Receiving and matching (engine_recv.h).
   [[gnu::cold, gnu::noinline]] int recv_arg_error(int32_t source, const void* buf, uint64_t len);
   [[gnu::noinline]] void on_recv_other(Link<F>& l, uint64_t wr, uint32_t len);
-  [[gnu::always_inline]] bool repost(Link<F>& l, uint64_t wr, bool ctrl);
+  [[gnu::always_inline]] bool repost(Link<F>& l, uint8_t* buf, uint64_t wr, bool ctrl);
+  [[gnu::noinline]] bool repost_consumed(Link<F>& l);
   [[gnu::always_inline]] bool handle_message(Link<F>& l, const uint8_t* b, uint32_t len);
   [[gnu::cold, gnu::noinline]] void bad_message(Link<F>& l, const uint8_t* b, uint32_t len,
                                                 uint32_t expected_seq);
@@ -159,8 +177,8 @@ class Engine {
   [[gnu::always_inline]] void handle_eager(Link<F>& l, const wire::Header& h, const uint8_t* b,
                                            uint32_t len, bool sync);
   [[gnu::cold, gnu::noinline]] void bad_eager(Link<F>& l, uint64_t says, uint32_t len);
-  [[gnu::noinline]] void unexpected_eager(Link<F>& l, const wire::Header& h, const uint8_t* payload,
-                                          bool sync, uint64_t sender_request);
+  [[gnu::noinline]] void unexpected_eager(Link<F>& l, const uint8_t* b, uint32_t off, bool sync,
+                                          uint64_t sender_request);
   void handle_rts(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
   void handle_done(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
   [[gnu::always_inline]] Req& new_request(typename Req::Kind kind, rdmx_completion_fn cb,
@@ -192,6 +210,7 @@ class Engine {
   uint32_t recv_buf_size_ = 0;
   uint64_t progress_calls_ = 0;
   uint32_t connecting_ = 0;
+  uint32_t failed_peers_ = 0;  // peers given up: receives from them fail at once
 
   std::vector<Peer<F>> peers_;
   std::vector<std::unique_ptr<Link<F>>> graveyard_;  // closed links, kept for late completions

@@ -21,6 +21,9 @@ requires fabric::Fabric<F>
 bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
   l.credit_window = uint32_t(settings_.credits);
   l.credit_threshold = std::max(1u, l.credit_window / 2);
+  // A peer sending into a full window must always get credits back: holding fewer than
+  // a quarter of the window keeps explicit credit returns (at half) reachable.
+  l.repost_batch = std::clamp(l.credit_window / 4, 1u, Link<F>::kMaxRepostBatch);
   l.recv_buf_size = recv_buf_size_;
   if (settings_.srq) return true;  // receives come from the shared queue
   l.recv_bufs = l.credit_window + kCtrlCredits;
@@ -189,10 +192,8 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
   }
   l->attrs = attrs;
   l->signal_every = std::clamp(attrs.max_send_wr / 4, 1u, kMaxSignalInterval);
-  if (attrs.max_inline >= sizeof(wire::Header))
-    l->inline_eager_below =
-        std::min<uint64_t>(attrs.max_inline - sizeof(wire::Header), settings_.eager_limit) + 1;
   l->state = Link<F>::State::Open;
+  open_fast_path(*l);
   ++stats_.connections;
   if (!stats_.min_read_depth || attrs.initiator_depth < stats_.min_read_depth)
     stats_.min_read_depth = attrs.initiator_depth;
@@ -236,7 +237,7 @@ requires fabric::Fabric<F>
 void Engine<F>::retire(std::unique_ptr<Link<F>> l) {
   if (!l) return;
   if (l->state == Link<F>::State::Connecting) --connecting_;
-  l->state = Link<F>::State::Closed;
+  close_link(*l);
   graveyard_.push_back(std::move(l));
 }
 

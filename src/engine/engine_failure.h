@@ -46,7 +46,7 @@ requires fabric::Fabric<F>
 void Engine<F>::fail_link(Link<F>& l, int code, const std::string& why) {
   if (l.state == Link<F>::State::Closed) return;
   if (l.state == Link<F>::State::Connecting) --connecting_;
-  l.state = Link<F>::State::Closed;
+  close_link(l);
   if (l.conn) fabric_.disconnect(l.conn);  // null when create_conn itself failed
   Peer<F>& p = *l.peer;
   if (p.link.get() != &l) return;
@@ -59,6 +59,7 @@ requires fabric::Fabric<F>
 void Engine<F>::fail_peer(Peer<F>& p, int code, const std::string& why) {
   if (p.failed) return;
   p.failed = true;
+  ++failed_peers_;
   p.failure_code = code;
   p.failure = why;
   last_error_ = why;

@@ -14,8 +14,8 @@ template <class F>
 requires fabric::Fabric<F>
 inline int Engine<F>::irecv(int32_t source, uint32_t cid, int32_t tag, void* buf, uint64_t len,
                             rdmx_completion_fn cb, void* user, Req** out) {
-  if ((uint32_t(source) >= uint32_t(size_) && source != RDMX_ANY_SOURCE) || (!buf && len))
-      [[unlikely]]
+  if ((uint32_t(source) >= uint32_t(size_) && source != RDMX_ANY_SOURCE) ||
+      null_with_length(buf, len)) [[unlikely]]
     return recv_arg_error(source, buf, len);
   Req& r = new_request(Req::Kind::Recv, cb, user, buf, len, source, cid, tag);
   *out = &r;
@@ -28,7 +28,7 @@ inline int Engine<F>::irecv(int32_t source, uint32_t cid, int32_t tag, void* buf
   }
   // A receive from a failed peer fails now; one posted before the failure is failed by
   // fail_peer, which finds it in the posted queue.
-  if (source != RDMX_ANY_SOURCE && peers_[size_t(source)].failed) [[unlikely]] {
+  if (failed_peers_ && source != RDMX_ANY_SOURCE && peers_[size_t(source)].failed) [[unlikely]] {
     fail_request(r, peers_[size_t(source)].failure_code);
     return RDMX_OK;
   }
@@ -56,9 +56,10 @@ inline void Engine<F>::on_recv(void* user, uint64_t wr, uint32_t len) {
     on_recv_other(*l, wr, len);
     return;
   }
-  bool ctrl = handle_message(*l, l->recv_buf(wr_value(wr)), len);
+  uint8_t* b = l->recv_buf(wr_value(wr));
+  bool ctrl = handle_message(*l, b, len);
   if (l->state != Link<F>::State::Open) return;  // the message broke the link
-  if (repost(*l, wr, ctrl)) pump(*l->peer);
+  if (repost(*l, b, wr, ctrl)) pump(*l->peer);
 }
 
 // A message on a link that is not open, or in a buffer of the shared receive queue.
@@ -70,30 +71,41 @@ void Engine<F>::on_recv_other(Link<F>& l, uint64_t wr, uint32_t len) {
   auto live = [&l] {
     return l.state == Link<F>::State::Open || (l.state == Link<F>::State::Connecting && !l.active);
   };
-  bool ctrl = live() && handle_message(l, recv_buffer(l, wr), len);
+  uint8_t* b = recv_buffer(l, wr);
+  bool ctrl = live() && handle_message(l, b, len);
   if (wr_kind(wr) == kWrShared) {
     // Shared buffers go back to the pool whatever became of the connection.
     if (int rc = post_shared(wr_value(wr))) error(rc, "reposting a shared receive buffer failed");
-  } else if (live() && !repost(l, wr, ctrl)) {
+  } else if (live() && !repost(l, b, wr, ctrl)) {
     return;
   }
   if (l.state == Link<F>::State::Open) pump(*l.peer);
 }
 
-// Gives a connection's receive buffer back to the fabric and counts the credit that
-// this side now owes the peer. False if the link failed.
+// Gives a connection's consumed receive buffer back to the fabric, in batches, and
+// counts the credits this side then owes the peer. False if the link failed.
 template <class F>
 requires fabric::Fabric<F>
-inline bool Engine<F>::repost(Link<F>& l, uint64_t wr, bool ctrl) {
-  if (int rc = fabric_.post_recv(l.conn, l.recv_buf(wr_value(wr)), l.recv_buf_size, l.recv_region,
-                                 wr)) [[unlikely]] {
+inline bool Engine<F>::repost(Link<F>& l, uint8_t* buf, uint64_t wr, bool ctrl) {
+  l.consumed_bufs[l.consumed++] = {buf, l.recv_buf_size, wr};
+  if (!ctrl && l.consumed < l.repost_batch) [[likely]]
+    return true;
+  l.consumed_ctrl += ctrl;
+  return repost_consumed(l);
+}
+
+template <class F>
+requires fabric::Fabric<F>
+bool Engine<F>::repost_consumed(Link<F>& l) {
+  if (int rc = fabric_.post_recvs(l.conn, l.consumed_bufs, int(l.consumed), l.recv_region)) {
     fail_link(l, rc,
-              "reposting a receive buffer for rank " + std::to_string(l.peer->rank) + " failed");
+              "reposting receive buffers for rank " + std::to_string(l.peer->rank) + " failed");
     return false;
   }
-  if (ctrl)
-    ++l.ctrl_to_return;
-  else if (++l.to_return >= l.credit_threshold) {
+  l.ctrl_to_return += l.consumed_ctrl;
+  l.to_return += l.consumed - l.consumed_ctrl;
+  l.consumed = l.consumed_ctrl = 0;
+  if (l.to_return >= l.credit_threshold) {
     l.credit_due = true;
     l.peer->pending = true;
   }
@@ -120,8 +132,11 @@ inline bool Engine<F>::handle_message(Link<F>& l, const uint8_t* b, uint32_t len
   uint32_t credits = h.credits, ctrl_credits = h.ctrl_credits;
   l.credits += credits;
   l.ctrl_credits += ctrl_credits;
-  l.may_send = true;
-  if (h.version_type == wire::Header::make_vt(wire::Type::Eager) && !h.flags) [[likely]] {
+  if (!l.may_send) [[unlikely]] {
+    l.may_send = true;  // the passive side's first message from the active side
+    open_fast_path(l);
+  }
+  if (h.vt_flags() == wire::Header::make_vt(wire::Type::Eager)) [[likely]] {  // no flags
     handle_eager(l, h, b, len, false);
     return false;
   }
@@ -192,7 +207,7 @@ inline void Engine<F>::handle_eager(Link<F>& l, const wire::Header& h, const uin
     if (sync) queue_control(p, wire::Type::SyncAck, ref.sender_request);
     return;
   }
-  unexpected_eager(l, h, b + off, sync, ref.sender_request);
+  unexpected_eager(l, b, off, sync, ref.sender_request);
 }
 
 template <class F>
@@ -204,16 +219,19 @@ void Engine<F>::bad_eager(Link<F>& l, uint64_t says, uint32_t len) {
                 " bytes but " + std::to_string(len) + " arrived");
 }
 
-// An eager message no receive was waiting for: its payload is copied aside.
+// An eager message no receive was waiting for (its payload at b + off): the payload
+// is copied aside.
 template <class F>
 requires fabric::Fabric<F>
-void Engine<F>::unexpected_eager(Link<F>& l, const wire::Header& h, const uint8_t* payload,
-                                 bool sync, uint64_t sender_request) {
+void Engine<F>::unexpected_eager(Link<F>& l, const uint8_t* b, uint32_t off, bool sync,
+                                 uint64_t sender_request) {
+  wire::Header h;
+  std::memcpy(&h, b, sizeof h);
   Unexp& u = new_unexpected(h.length, &l);
   u.sync = sync;
   u.remote = {0, 0, sender_request};
   u.payload = payloads_.get(h.length);
-  if (h.length) std::memcpy(u.payload.data, payload, h.length);
+  if (h.length) std::memcpy(u.payload.data, b + off, h.length);
   ++stats_.unexpected;
   unexpected_.add(u, h.context_id, l.peer->rank, h.tag);
 }

@@ -13,7 +13,7 @@ template <class F>
 requires fabric::Fabric<F>
 inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void* buf, uint64_t len,
                             uint32_t flags, rdmx_completion_fn cb, void* user, Req** out) {
-  if (uint32_t(dest) >= uint32_t(size_) || tag == RDMX_ANY_TAG || (!buf && len) ||
+  if (uint32_t(dest) >= uint32_t(size_) || tag == RDMX_ANY_TAG || null_with_length(buf, len) ||
       (flags & ~RDMX_SEND_SYNC)) [[unlikely]]
     return send_arg_error(dest, tag, buf, len, flags);
   // The common case: a small message on an open connection with nothing waiting before
@@ -21,9 +21,17 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
   // with a link is neither this rank nor a failed one.)
   Peer<F>& p = peers_[size_t(dest)];
   Link<F>* l = p.link.get();
-  if (l && !flags && !p.pending && len < l->inline_eager_below && can_send(*l)) [[likely]] {
+  // (inline_eager_below is 0 unless the link is open and may send.)
+  if (l && !flags && !p.pending && len < l->inline_eager_below && l->credits > 0 &&
+      l->sq_used < l->attrs.max_send_wr) [[likely]] {
     wire::Header h = header(wire::Type::Eager, cid, tag, len);
-    fabric::Sge sge[2] = {{&h, sizeof h, nullptr}, {buf, uint32_t(len), nullptr}};
+    fabric::Sge sge[2];
+    sge[0].addr = &h;
+    sge[0].len = sizeof h;
+    sge[0].desc = nullptr;
+    sge[1].addr = buf;
+    sge[1].len = uint32_t(len);
+    sge[1].desc = nullptr;
     if (post_inline(*l, h, sge, len ? 2 : 1, false)) [[likely]] {
       ++stats_.eager_sends;
       Req& r = *requests_.get();
@@ -159,13 +167,17 @@ inline bool Engine<F>::post_inline(Link<F>& l, wire::Header& h, const fabric::Sg
   h.credits = uint16_t(l.to_return);
   h.ctrl_credits = uint8_t(l.ctrl_to_return);
   uint32_t pending = l.unsignaled + 1;
-  bool signal = pending >= l.signal_every || l.flushing;
-  int rc = fabric_.send(l.conn, sge, n,
-                        signal ? fabric::kSendInline | fabric::kSendSignaled : fabric::kSendInline,
-                        wr_id(kWrInline, signal ? pending : 0));
+  uint32_t flags = fabric::kSendInline;
+  uint64_t wr = wr_id(kWrInline, 0);
+  if (pending >= l.signal_every) [[unlikely]] {
+    flags |= fabric::kSendSignaled;
+    wr = wr_id(kWrInline, pending);
+    pending = 0;
+  }
+  int rc = fabric_.send(l.conn, sge, n, flags, wr);
   if (rc != RDMX_OK) [[unlikely]]
     return send_failed(l, rc);
-  l.unsignaled = signal ? 0 : pending;
+  l.unsignaled = pending;
   ++stats_.inline_sends;
   posted(l, ctrl);
   return true;
@@ -285,9 +297,10 @@ bool Engine<F>::flush_unsignaled(Link<F>& l) {
   wire::Header h{};
   h.version_type = wire::Header::make_vt(wire::Type::Credit);
   h.source = rank_;
-  l.flushing = true;
+  uint32_t every = l.signal_every;
+  l.signal_every = 1;  // this one is signaled
   bool sent = post(l, h, nullptr, 0, nullptr, 0, ctrl);
-  l.flushing = false;
+  l.signal_every = every;
   return sent;
 }
 

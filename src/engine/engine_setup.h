@@ -108,9 +108,9 @@ int Engine<F>::add_peer(int32_t rank, const void* addr, size_t len) {
 template <class F>
 requires fabric::Fabric<F>
 inline int Engine<F>::progress() {
-  int n = fabric_.progress(*this);
-  if (connecting_ && (++progress_calls_ & 63) == 0) check_connect_timeouts();
-  return n;
+  if (connecting_ && (++progress_calls_ & 63) == 0) [[unlikely]]
+    check_connect_timeouts();
+  return fabric_.progress(*this);  // last: a tail call
 }
 
 template <class F>
@@ -134,7 +134,7 @@ void Engine<F>::finalize() {
   }
   for (auto& p : peers_) {
     if (p.link && p.link->state != Link<F>::State::Closed) {
-      p.link->state = Link<F>::State::Closed;
+      close_link(*p.link);
       fabric_.disconnect(p.link->conn);
     }
   }

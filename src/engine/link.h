@@ -29,7 +29,9 @@ struct Link {
   bool credit_due = false;   // an explicit credit message should go out
   bool peer_shared = false;  // the peer receives from a shared queue: no credits to count
   fabric::ConnAttrs attrs{};
-  uint64_t inline_eager_below = 0;  // eager payloads shorter than this go inline
+  // Eager payloads shorter than this may go inline on isend's fast path; 0 unless the
+  // link is Open and may_send (set by open_fast_path(), cleared by close_link()).
+  uint64_t inline_eager_below = 0;
   std::chrono::steady_clock::time_point started{};
 
   // Flow control: what the peer lets this side send, and what this side owes it.
@@ -39,15 +41,21 @@ struct Link {
   uint32_t ctrl_to_return = 0;
   uint32_t credit_window = 0;     // regular buffers posted here for the peer
   uint32_t credit_threshold = 1;  // to_return that calls for an explicit credit message
+  // Consumed receive buffers go back to the fabric in batches of repost_batch (one
+  // post for all of them); a credit message's buffer sends the batch at once.
+  static constexpr uint32_t kMaxRepostBatch = 8;
+  uint32_t repost_batch = 1;
+  uint32_t consumed = 0;       // buffers in consumed_bufs, not yet posted again
+  uint32_t consumed_ctrl = 0;  // of which held credit messages
+  fabric::RecvBuf consumed_bufs[kMaxRepostBatch];
 
   uint32_t send_seq = 0;
   uint32_t recv_seq = 0;
   uint32_t sq_used = 0;  // SENDs + READs not yet known to be completed
   // Inline sends are signaled one in signal_every: the others are known complete only
-  // when a later signaled send completes. flushing: signal the next one (finalize).
+  // when a later signaled send completes.
   uint32_t unsignaled = 0;  // inline sends since the last signaled one
   uint32_t signal_every = 1;
-  bool flushing = false;
   uint32_t reads_outstanding = 0;
   List read_queue;  // receives with READs still to post
 

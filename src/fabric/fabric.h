@@ -36,6 +36,13 @@ enum Access : uint32_t {
   kRemoteRead = 2,  // the peer may RDMA READ from it
 };
 
+// One receive buffer of a batch posted with post_recvs().
+struct RecvBuf {
+  void* addr;
+  uint32_t len;
+  uint64_t wr;
+};
+
 // One piece of a SEND. desc is the backend's registration descriptor for addr
 // (null for inline sends, which need none).
 struct Sge {
@@ -91,7 +98,8 @@ struct SinkArchetype {
 template <class F>
 concept Fabric = requires(F f, const F cf, typename F::Conn* c, typename F::Region r,
                           typename F::ConnRequest* req, SinkArchetype& sink, const Settings& s,
-                          std::string& err, uint8_t* buf, const Sge* sge, void* p) {
+                          std::string& err, uint8_t* buf, const Sge* sge, const RecvBuf* rb,
+                          void* p) {
   { F::kName } -> std::convertible_to<const char*>;
   { f.open(s, int32_t{}, err) } -> std::same_as<int>;
   { cf.address(buf, size_t{}) } -> std::same_as<size_t>;
@@ -108,6 +116,7 @@ concept Fabric = requires(F f, const F cf, typename F::Conn* c, typename F::Regi
   { r.key() } -> std::same_as<uint64_t>;
   { r.remote_address(p) } -> std::same_as<uint64_t>;
   { f.post_recv(c, p, uint32_t{}, r, uint64_t{}) } -> std::same_as<int>;
+  { f.post_recvs(c, rb, int{}, r) } -> std::same_as<int>;
   { f.send(c, sge, int{}, uint32_t{}, uint64_t{}) } -> std::same_as<int>;
   { f.read(c, p, uint64_t{}, r, uint64_t{}, uint64_t{}, uint64_t{}) } -> std::same_as<int>;
   { f.progress(sink) } -> std::same_as<int>;

@@ -6,6 +6,7 @@ namespace rdmx {
 namespace {
 constexpr size_t kChunk = 256;
 constexpr size_t kMinSlots = 64;
+constexpr size_t kKeepEmpty = 4096;  // keys kept in the index even while their list is empty
 
 unsigned log2_of(size_t n) {
   unsigned b = 0;
@@ -43,23 +44,27 @@ L& KeyIndex<L>::insert(const MatchKey& key) {
   return *slots_[i].list;
 }
 
-// Rehash into a table sized for the non-empty lists; empty ones are recycled.
+// Rehash into a larger table. Keys are usually reused (a program's tags and peers), so
+// lists are kept even when empty while there are few keys; past kKeepEmpty keys the
+// empty lists are recycled and the table is sized for the others.
 template <class L>
 void KeyIndex<L>::grow() {
+  last_list_ = nullptr;  // empty lists may be recycled below
   std::vector<Slot> old;
   old.swap(slots_);
-  size_t live = 0;
+  bool drop_empty = used_ >= kKeepEmpty;
+  size_t keep = 0;
   for (const Slot& s : old)
-    if (s.list && !s.list->empty()) ++live;
+    if (s.list && (!drop_empty || !s.list->empty())) ++keep;
   size_t n = kMinSlots;
-  while (n < (live + 1) * 4) n *= 2;
+  while (n < (keep + 1) * 4) n *= 2;
   slots_.assign(n, Slot{});
   mask_ = n - 1;
   shift_ = 64 - log2_of(n);
   used_ = 0;
   for (const Slot& s : old) {
     if (!s.list) continue;
-    if (s.list->empty()) {
+    if (drop_empty && s.list->empty()) {
       free_lists_.push_back(s.list);
       continue;
     }

@@ -1,7 +1,8 @@
 // An open-addressing hash index from MatchKey to a list L of waiting elements (List
 // or Fifo). Lists live in stable chunks, so elements may point at them; a list stays
-// in the index while it is empty (a key is usually reused) and is dropped when the
-// table grows. Lookups cost one hash and a short probe however many elements wait.
+// in the index while it is empty (a key is usually reused), and empty lists are only
+// dropped when the table grows past a few thousand keys. Lookups cost one hash and a
+// short probe however many elements wait.
 #pragma once
 
 #include <cstddef>
@@ -21,20 +22,24 @@ class KeyIndex {
   KeyIndex(const KeyIndex&) = delete;
   KeyIndex& operator=(const KeyIndex&) = delete;
 
-  // The list for key, or null if none was ever made.
-  [[gnu::always_inline]] L* find(const MatchKey& key) const {
+  // The list for key, or null if none was ever made. The last key looked up is
+  // remembered: MPI programs often use the same (context, source, tag) over and over,
+  // and then neither hash nor probe is needed.
+  [[gnu::always_inline]] L* find(const MatchKey& key) {
+    if (key == last_key_ && last_list_) return last_list_;
     for (size_t i = slot_of(key);; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
-      if (s.key == key) return s.list;
+      if (s.key == key) return remember(key, s.list);
       if (!s.list) return nullptr;
     }
   }
   // The list for key, made empty if it did not exist.
   [[gnu::always_inline]] L& get(const MatchKey& key) {
+    if (key == last_key_ && last_list_) return *last_list_;
     for (size_t i = slot_of(key);; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
-      if (s.key == key && s.list) return *s.list;
-      if (!s.list) return insert(key);
+      if (s.key == key && s.list) return *remember(key, s.list);
+      if (!s.list) return *remember(key, &insert(key));
     }
   }
   // Calls fn(list) for every list in the index.
@@ -52,6 +57,11 @@ class KeyIndex {
     L* list = nullptr;
   };
   size_t slot_of(const MatchKey& key) const { return size_t(key.hash() >> shift_); }
+  L* remember(const MatchKey& key, L* list) {
+    last_key_ = key;
+    last_list_ = list;
+    return list;
+  }
   L& insert(const MatchKey& key);
   L* new_list();
   void grow();
@@ -63,6 +73,8 @@ class KeyIndex {
   std::vector<std::unique_ptr<L[]>> chunks_;
   size_t chunk_used_ = 0;
   std::vector<L*> free_lists_;
+  MatchKey last_key_{};
+  L* last_list_ = nullptr;  // the list of last_key_ (lists stay put until grow())
 };
 
 }  // namespace rdmx

@@ -15,7 +15,7 @@ void UnexpectedQueue::add(UnexpectedEntry& e, uint32_t cid, int32_t source, int3
   ++size_;
 }
 
-UnexpectedEntry* UnexpectedQueue::find(uint32_t cid, int32_t source, int32_t tag) const {
+UnexpectedEntry* UnexpectedQueue::find(uint32_t cid, int32_t source, int32_t tag) {
   MatchKey k = MatchKey::for_receive(cid, source, tag);
   List* l = index_.find(k);
   if (!l || l->empty()) return nullptr;

@@ -21,7 +21,7 @@ class UnexpectedQueue {
  public:
   void add(UnexpectedEntry& e, uint32_t cid, int32_t source, int32_t tag);
   // The oldest message a receive (source/tag may be wildcards) would match, or null.
-  UnexpectedEntry* find(uint32_t cid, int32_t source, int32_t tag) const;
+  UnexpectedEntry* find(uint32_t cid, int32_t source, int32_t tag);
   void remove(UnexpectedEntry& e);
   size_t size() const { return size_; }
 

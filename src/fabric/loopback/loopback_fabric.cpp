@@ -237,6 +237,18 @@ int Fabric::post_recv(Conn* c, void* buf, uint32_t len, const Region&, uint64_t 
   return RDMX_OK;
 }
 
+int Fabric::post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region&) {
+  std::lock_guard<SpinLock> g(ep_->mu);
+  for (int i = 0; i < n; ++i) {
+    if (c->broken)
+      ep_->complete(
+          {Completion::WrError, false, fabric::Failure::Flushed, 0, bufs[i].wr, 0, c->user, c});
+    else
+      c->recvs.push({bufs[i].addr, bufs[i].len, bufs[i].wr});
+  }
+  return RDMX_OK;
+}
+
 int Fabric::post_shared_recv(void* buf, uint32_t len, const Region&, uint64_t wr) {
   std::lock_guard<SpinLock> g(ep_->mu);
   while (!ep_->parked.empty() && ep_->parked.front().conn->broken) ep_->parked.pop();

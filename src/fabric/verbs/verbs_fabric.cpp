@@ -126,6 +126,44 @@ int Fabric::post_recv(Conn* c, void* buf, uint32_t len, const Region& r, uint64_
   return RDMX_OK;
 }
 
+// A batch of receives as one chain of work requests: one doorbell for all of them.
+int Fabric::post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r) {
+  if (use_srq_) {
+    for (int i = 0; i < n; ++i)
+      if (int rc = post_shared_recv(bufs[i].addr, bufs[i].len, r, bufs[i].wr)) return rc;
+    return RDMX_OK;
+  }
+  if (!c->qp) return RDMX_ERR_PEER_LOST;
+  constexpr int kChain = 16;
+  for (int done = 0; done < n;) {
+    int k = std::min(kChain, n - done);
+    ibv_sge sge[kChain];
+    ibv_recv_wr w[kChain];
+    Slot* slots[kChain];
+    for (int i = 0; i < k; ++i) {
+      const fabric::RecvBuf& b = bufs[done + i];
+      slots[i] = c->slots.take(Slot::Recv, b.wr);
+      if (!slots[i]) {
+        for (int j = 0; j < i; ++j) c->slots.give(slots[j]);
+        return RDMX_ERR_AGAIN;
+      }
+      sge[i] = {reinterpret_cast<uintptr_t>(b.addr), b.len, r.lkey()};
+      w[i] = {};
+      w[i].wr_id = reinterpret_cast<uintptr_t>(slots[i]);
+      w[i].sg_list = &sge[i];
+      w[i].num_sge = 1;
+      w[i].next = i + 1 < k ? &w[i + 1] : nullptr;
+    }
+    ibv_recv_wr* bad = nullptr;
+    if (ibv_post_recv(c->qp.get(), w, &bad)) {
+      for (int i = bad ? int(bad - w) : 0; i < k; ++i) c->slots.give(slots[i]);  // not posted
+      return RDMX_ERR_FABRIC;
+    }
+    done += k;
+  }
+  return RDMX_OK;
+}
+
 int Fabric::post_shared_recv(void* buf, uint32_t len, const Region& r, uint64_t wr) {
   if (!dev_.srq()) return RDMX_ERR_INVALID;
   Slot* s = shared_slots_.take(Slot::SharedRecv, wr);
