@@ -168,8 +168,8 @@ class Engine {
   // Receiving and matching (engine_recv.h).
   [[gnu::cold, gnu::noinline]] int recv_arg_error(int32_t source, const void* buf, uint64_t len);
   [[gnu::noinline]] void on_recv_other(Link<F>& l, uint64_t wr, uint32_t len);
-  [[gnu::always_inline]] bool repost(Link<F>& l, uint8_t* buf, uint64_t wr, bool ctrl);
-  [[gnu::noinline]] bool repost_consumed(Link<F>& l);
+  [[gnu::always_inline]] void repost(Link<F>& l, uint8_t* buf, uint64_t wr, bool ctrl);
+  [[gnu::noinline]] void repost_consumed(Link<F>& l);
   [[gnu::always_inline]] bool handle_message(Link<F>& l, const uint8_t* b, uint32_t len);
   [[gnu::cold, gnu::noinline]] void bad_message(Link<F>& l, const uint8_t* b, uint32_t len,
                                                 uint32_t expected_seq);

@@ -19,18 +19,19 @@ inline int Engine<F>::irecv(int32_t source, uint32_t cid, int32_t tag, void* buf
     return recv_arg_error(source, buf, len);
   Req& r = new_request(Req::Kind::Recv, cb, user, buf, len, source, cid, tag);
   *out = &r;
-  if (unexpected_.size()) [[unlikely]] {
-    if (auto* u = static_cast<Unexp*>(unexpected_.find(cid, source, tag))) {
+  if (unexpected_.size() | failed_peers_) [[unlikely]] {  // one test for both
+    if (auto* u = unexpected_.size() ? static_cast<Unexp*>(unexpected_.find(cid, source, tag))
+                                     : nullptr) {
       unexpected_.remove(*u);
       consume(r, *u);
       return RDMX_OK;
     }
-  }
-  // A receive from a failed peer fails now; one posted before the failure is failed by
-  // fail_peer, which finds it in the posted queue.
-  if (failed_peers_ && source != RDMX_ANY_SOURCE && peers_[size_t(source)].failed) [[unlikely]] {
-    fail_request(r, peers_[size_t(source)].failure_code);
-    return RDMX_OK;
+    // A receive from a failed peer fails now; one posted before the failure is failed
+    // by fail_peer, which finds it in the posted queue.
+    if (source != RDMX_ANY_SOURCE && peers_[size_t(source)].failed) {
+      fail_request(r, peers_[size_t(source)].failure_code);
+      return RDMX_OK;
+    }
   }
   r.state = Req::State::Posted;
   posted_.post(r, cid, source, tag);
@@ -58,8 +59,8 @@ inline void Engine<F>::on_recv(void* user, uint64_t wr, uint32_t len) {
   }
   uint8_t* b = l->recv_buf(wr_value(wr));
   bool ctrl = handle_message(*l, b, len);
-  if (l->state != Link<F>::State::Open) return;  // the message broke the link
-  if (repost(*l, b, wr, ctrl)) pump(*l->peer);
+  repost(*l, b, wr, ctrl);
+  pump(*l->peer);  // credits may have come with the message
 }
 
 // A message on a link that is not open, or in a buffer of the shared receive queue.
@@ -76,31 +77,35 @@ void Engine<F>::on_recv_other(Link<F>& l, uint64_t wr, uint32_t len) {
   if (wr_kind(wr) == kWrShared) {
     // Shared buffers go back to the pool whatever became of the connection.
     if (int rc = post_shared(wr_value(wr))) error(rc, "reposting a shared receive buffer failed");
-  } else if (live() && !repost(l, b, wr, ctrl)) {
-    return;
+  } else if (live()) {
+    repost(l, b, wr, ctrl);
   }
   if (l.state == Link<F>::State::Open) pump(*l.peer);
 }
 
 // Gives a connection's consumed receive buffer back to the fabric, in batches, and
-// counts the credits this side then owes the peer. False if the link failed.
+// counts the credits this side then owes the peer.
 template <class F>
 requires fabric::Fabric<F>
-inline bool Engine<F>::repost(Link<F>& l, uint8_t* buf, uint64_t wr, bool ctrl) {
+inline void Engine<F>::repost(Link<F>& l, uint8_t* buf, uint64_t wr, bool ctrl) {
   l.consumed_bufs[l.consumed++] = {buf, l.recv_buf_size, wr};
-  if (!ctrl && l.consumed < l.repost_batch) [[likely]]
-    return true;
-  l.consumed_ctrl += ctrl;
-  return repost_consumed(l);
+  if (ctrl || l.consumed >= l.repost_batch) [[unlikely]] {
+    l.consumed_ctrl += ctrl;
+    repost_consumed(l);
+  }
 }
 
 template <class F>
 requires fabric::Fabric<F>
-bool Engine<F>::repost_consumed(Link<F>& l) {
+void Engine<F>::repost_consumed(Link<F>& l) {
+  if (l.state == Link<F>::State::Closed) {  // the message (or a callback) broke the link
+    l.consumed = l.consumed_ctrl = 0;
+    return;
+  }
   if (int rc = fabric_.post_recvs(l.conn, l.consumed_bufs, int(l.consumed), l.recv_region)) {
     fail_link(l, rc,
               "reposting receive buffers for rank " + std::to_string(l.peer->rank) + " failed");
-    return false;
+    return;
   }
   l.ctrl_to_return += l.consumed_ctrl;
   l.to_return += l.consumed - l.consumed_ctrl;
@@ -109,7 +114,6 @@ bool Engine<F>::repost_consumed(Link<F>& l) {
     l.credit_due = true;
     l.peer->pending = true;
   }
-  return true;
 }
 
 // Checks and dispatches one arrived message; true if it was a credit message. An
@@ -308,7 +312,6 @@ inline void Engine<F>::deliver(Req& r, int32_t source, int32_t tag, const void* 
                                uint64_t len) {
   uint64_t n = std::min(len, r.len);
   copy_bytes(r.buf, data, n);
-  r.peer = source;
   r.status = {source, tag, n, len, len > r.len ? RDMX_ERR_TRUNCATED : RDMX_OK};
   complete(r);
 }
@@ -319,18 +322,17 @@ inline typename Engine<F>::Req& Engine<F>::new_request(typename Req::Kind kind,
                                                        rdmx_completion_fn cb, void* user, void* buf,
                                                        uint64_t len, int32_t peer, uint32_t cid,
                                                        int32_t tag) {
-  Req& r = *requests_.get();
+  Req& r = *requests_.get();  // comes with registered false and its lists unlinked
   r.kind = kind;
   r.state = Req::State::Idle;
   r.sync = false;
   r.freed = false;
-  r.registered = false;
   r.cb = cb;
   r.user = user;
   r.buf = buf;
   r.len = len;
   r.peer = peer;
-  r.cid = cid;
+  if (kind == Req::Kind::Send) r.cid = cid;  // a receive's is in its matching key
   r.tag = tag;
   return r;
 }

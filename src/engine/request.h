@@ -38,7 +38,7 @@ struct RequestBase : PostedEntry {
   State state = State::Idle;
   bool sync = false;
   bool freed = false;       // the user let go; recycle on completion
-  bool registered = false;  // region is live
+  bool registered = false;  // region is live (never true while the request is pooled)
   rdmx_completion_fn cb = nullptr;
   void* user = nullptr;
   rdmx_status_info_t status{};

@@ -15,13 +15,23 @@ enum class Wild : uint32_t {
   Both = 3,    // (cid, ANY_SOURCE, ANY_TAG): messages with tag >= 0
 };
 
+// Stored as two words, (cid, source) and (tag, wild), so that copying and comparing
+// a key is two moves or two compares.
 struct MatchKey {
-  uint32_t cid;
-  int32_t source;
-  int32_t tag;
-  Wild wild;
+  uint64_t lo = 0;
+  uint64_t hi = 0;
 
-  bool operator==(const MatchKey& o) const { return lo() == o.lo() && hi() == o.hi(); }
+  MatchKey() = default;
+  MatchKey(uint32_t cid, int32_t source, int32_t tag, Wild wild)
+      : lo(uint64_t(cid) | uint64_t(uint32_t(source)) << 32),
+        hi(uint64_t(uint32_t(tag)) | uint64_t(wild) << 32) {}
+
+  uint32_t cid() const { return uint32_t(lo); }
+  int32_t source() const { return int32_t(uint32_t(lo >> 32)); }
+  int32_t tag() const { return int32_t(uint32_t(hi)); }
+  Wild wild() const { return Wild(hi >> 32); }
+
+  bool operator==(const MatchKey& o) const { return lo == o.lo && hi == o.hi; }
 
   // The key under which a receive (source/tag possibly wildcards) is filed.
   static MatchKey for_receive(uint32_t cid, int32_t source, int32_t tag) {
@@ -42,12 +52,9 @@ struct MatchKey {
   // ANY_TAG never matches a negative tag.
   static bool tag_wildcard_applies(int32_t tag) { return tag >= 0; }
 
-  // The key as two words: (cid, source) and (tag, wild).
-  uint64_t lo() const { return uint64_t(cid) | uint64_t(uint32_t(source)) << 32; }
-  uint64_t hi() const { return uint64_t(uint32_t(tag)) | uint64_t(wild) << 32; }
-  // Multiplicative (Fibonacci) hashing: take the top bits of the product, which
-  // spread consecutive tags and ranks evenly over the table.
-  uint64_t hash() const { return (lo() ^ (hi() << 23 | hi() >> 41)) * 0x9E3779B97F4A7C15ull; }
+  // Multiplicative (Fibonacci) hashing of the two words folded into one: take the top
+  // bits of the product, which spread consecutive tags and ranks evenly over the table.
+  uint64_t hash() const { return (lo ^ hi) * 0x9E3779B97F4A7C15ull; }
 };
 
 }  // namespace rdmx

@@ -17,30 +17,24 @@ PostedEntry* PostedQueue::match_wildcards(uint32_t cid, int32_t source, int32_t 
   }
   if (!best) return nullptr;
   PostedEntry* e = best->pop();
-  e->posted = false;
-  if (e->key.wild != Wild::None) count_wildcard(e->key.wild, -1);
-  --size_;
+  if (e->key.wild() != Wild::None) count_wildcard(e->key.wild(), -1);
   return e;
 }
 
 bool PostedQueue::remove(PostedEntry& e) {
-  if (!e.posted) return false;
   Fifo<PostedEntry>* l = index_.find(e.key);
   if (!l || !l->remove(&e)) return false;
-  e.posted = false;
-  if (e.key.wild != Wild::None) count_wildcard(e.key.wild, -1);
-  --size_;
+  if (e.key.wild() != Wild::None) count_wildcard(e.key.wild(), -1);
   return true;
 }
 
 std::vector<PostedEntry*> PostedQueue::take_source(int32_t source) {
   std::vector<PostedEntry*> out;
-  if (size_ == 0) return out;
   index_.for_each([&](Fifo<PostedEntry>& l) {
     Fifo<PostedEntry> keep;
     while (!l.empty()) {
       PostedEntry* e = l.pop();
-      if (e->key.source == source && (e->key.wild == Wild::None || e->key.wild == Wild::Tag))
+      if (e->key.source() == source && (e->key.wild() == Wild::None || e->key.wild() == Wild::Tag))
         out.push_back(e);
       else
         keep.push(e);
@@ -50,11 +44,17 @@ std::vector<PostedEntry*> PostedQueue::take_source(int32_t source) {
   std::sort(out.begin(), out.end(),
             [](const PostedEntry* a, const PostedEntry* b) { return a->post_seq < b->post_seq; });
   for (PostedEntry* e : out) {
-    e->posted = false;
-    if (e->key.wild != Wild::None) count_wildcard(e->key.wild, -1);
-    --size_;
+    if (e->key.wild() != Wild::None) count_wildcard(e->key.wild(), -1);
   }
   return out;
+}
+
+size_t PostedQueue::size() {
+  size_t n = 0;
+  index_.for_each([&n](const Fifo<PostedEntry>& l) {
+    for (const PostedEntry* e = l.first; e; e = e->fifo_next) ++n;
+  });
+  return n;
 }
 
 }  // namespace rdmx

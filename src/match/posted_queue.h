@@ -16,7 +16,6 @@ struct PostedEntry {
   PostedEntry* fifo_next = nullptr;
   MatchKey key{};
   uint64_t post_seq = 0;
-  bool posted = false;
 };
 
 class PostedQueue {
@@ -24,11 +23,9 @@ class PostedQueue {
   [[gnu::always_inline]] void post(PostedEntry& e, uint32_t cid, int32_t source, int32_t tag) {
     e.key = MatchKey::for_receive(cid, source, tag);
     e.post_seq = next_seq_++;
-    e.posted = true;
     index_.get(e.key).push(&e);
-    if (e.key.wild != Wild::None) [[unlikely]]
-      count_wildcard(e.key.wild, +1);
-    ++size_;
+    if (e.key.wild() != Wild::None) [[unlikely]]
+      count_wildcard(e.key.wild(), +1);
   }
   // Removes and returns the oldest receive matching the message, or null.
   [[gnu::always_inline]] PostedEntry* match(uint32_t cid, int32_t source, int32_t tag) {
@@ -37,15 +34,15 @@ class PostedQueue {
     Fifo<PostedEntry>* l = index_.find(MatchKey{cid, source, tag, Wild::None});  // one lookup
     if (!l || l->empty()) return nullptr;
     PostedEntry* e = l->pop();
-    e->posted = false;
-    --size_;
     return e;
   }
-  // Removes a still-posted receive (cancel). False if it was not posted.
+  // Removes a still-posted receive (cancel). False if it was not posted. (Walks the
+  // receives posted under its key.)
   bool remove(PostedEntry& e);
   // Removes every receive posted for this source (not wildcard ones), oldest first.
   std::vector<PostedEntry*> take_source(int32_t source);
-  size_t size() const { return size_; }
+  // How many receives are posted (a walk over the index: for tests and diagnostics).
+  size_t size();
 
  private:
   void count_wildcard(Wild w, int d) {
@@ -56,7 +53,6 @@ class PostedQueue {
 
   KeyIndex<Fifo<PostedEntry>> index_;
   uint64_t next_seq_ = 0;
-  size_t size_ = 0;
   size_t wildcards_ = 0;      // receives posted with ANY_SOURCE or ANY_TAG
   size_t per_class_[4] = {};  // by Wild (per_class_[0] unused)
 };
