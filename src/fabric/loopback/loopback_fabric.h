@@ -77,20 +77,22 @@ class Fabric {
 template <class Sink>
 int Fabric::progress(Sink& sink) {
   int handled = 0;
-  CmEvent ev;
-  while (ep_->take_event(ev)) {
-    ++handled;
-    switch (ev.kind) {
-      case CmEvent::ConnectRequest:
-        sink.on_connect_request(ev.request, ev.pdata, ev.pdata_len);
-        break;
-      case CmEvent::Established:
-        sink.on_established(ev.user, ev.attrs, ev.pdata, ev.pdata_len);
-        break;
-      case CmEvent::Rejected:
-        sink.on_rejected(ev.user, ev.pdata, ev.pdata_len, "rejected by the peer");
-        break;
-      case CmEvent::ConnError: sink.on_conn_error(ev.user, ev.failure, ev.text); break;
+  if (ep_->may_have_events()) {
+    CmEvent ev;
+    while (ep_->take_event(ev)) {
+      ++handled;
+      switch (ev.kind) {
+        case CmEvent::ConnectRequest:
+          sink.on_connect_request(ev.request, ev.pdata, ev.pdata_len);
+          break;
+        case CmEvent::Established:
+          sink.on_established(ev.user, ev.attrs, ev.pdata, ev.pdata_len);
+          break;
+        case CmEvent::Rejected:
+          sink.on_rejected(ev.user, ev.pdata, ev.pdata_len, "rejected by the peer");
+          break;
+        case CmEvent::ConnError: sink.on_conn_error(ev.user, ev.failure, ev.text); break;
+      }
     }
   }
   Completion batch[32];

@@ -47,7 +47,10 @@ int EpState::take_completions(Completion* out, int max) {
 
 bool EpState::take_event(CmEvent& out) {
   std::lock_guard<SpinLock> g(mu);
-  if (events_.empty()) return false;
+  if (events_.empty()) {
+    has_events_.store(false, std::memory_order_relaxed);
+    return false;
+  }
   // As on a device, a connection fails only after every message that arrived on it
   // has been reported.
   const CmEvent& e = events_.front();

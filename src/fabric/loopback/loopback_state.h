@@ -3,6 +3,7 @@
 // that peers may read. Whatever another thread may touch is under the endpoint's mutex.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -104,7 +105,13 @@ class EpState {
 
   // Queue a completion (ready after the injected delay) or an event. Caller holds mu.
   void complete(Completion c);
-  void notify(CmEvent e) { events_.push(std::move(e)); }
+  void notify(CmEvent e) {
+    events_.push(std::move(e));
+    has_events_.store(true, std::memory_order_release);
+  }
+  // Whether an event may be waiting: read without the lock, so that polling an
+  // endpoint with none costs no lock and no event to build.
+  bool may_have_events() const { return has_events_.load(std::memory_order_acquire); }
   // Moves up to max ready completions into out. Takes mu.
   int take_completions(Completion* out, int max);
   // Moves the next event into out. Takes mu.
@@ -115,6 +122,7 @@ class EpState {
  private:
   Ring<Completion> cq_{256};
   Ring<CmEvent> events_{16};
+  std::atomic<bool> has_events_{false};
   uint64_t tick_ = 0;
 };
 
