@@ -118,12 +118,14 @@ class Engine {
   // Sending (engine_send.h).
   // Isend's fast path is open once the link is Open and may send, and closed with it.
   void open_fast_path(Link<F>& l) {
-    if (l.state == Link<F>::State::Open && l.may_send && l.attrs.max_inline >= sizeof(wire::Header))
+    l.ready = l.state == Link<F>::State::Open && l.may_send;
+    if (l.ready && l.attrs.max_inline >= sizeof(wire::Header))
       l.inline_eager_below =
           std::min<uint64_t>(l.attrs.max_inline - sizeof(wire::Header), settings_.eager_limit) + 1;
   }
   void close_link(Link<F>& l) {
     l.state = Link<F>::State::Closed;
+    l.ready = false;
     l.inline_eager_below = 0;
   }
   bool can_send(const Link<F>& l) const {

@@ -53,7 +53,7 @@ template <class F>
 requires fabric::Fabric<F>
 inline void Engine<F>::on_recv(void* user, uint64_t wr, uint32_t len) {
   auto* l = static_cast<Link<F>*>(user);
-  if (l->state != Link<F>::State::Open || wr_kind(wr) != kWrRecv) [[unlikely]] {
+  if (!l->ready || wr_kind(wr) != kWrRecv) [[unlikely]] {
     on_recv_other(*l, wr, len);
     return;
   }
@@ -63,7 +63,8 @@ inline void Engine<F>::on_recv(void* user, uint64_t wr, uint32_t len) {
   pump(*l->peer);  // credits may have come with the message
 }
 
-// A message on a link that is not open, or in a buffer of the shared receive queue.
+// A message on a link that is not ready (not open, or the passive side before the
+// active side's first message), or in a buffer of the shared receive queue.
 template <class F>
 requires fabric::Fabric<F>
 void Engine<F>::on_recv_other(Link<F>& l, uint64_t wr, uint32_t len) {
@@ -73,6 +74,10 @@ void Engine<F>::on_recv_other(Link<F>& l, uint64_t wr, uint32_t len) {
     return l.state == Link<F>::State::Open || (l.state == Link<F>::State::Connecting && !l.active);
   };
   uint8_t* b = recv_buffer(l, wr);
+  if (live() && !l.may_send) {
+    l.may_send = true;  // the passive side: the active side has spoken
+    open_fast_path(l);
+  }
   bool ctrl = live() && handle_message(l, b, len);
   if (wr_kind(wr) == kWrShared) {
     // Shared buffers go back to the pool whatever became of the connection.
@@ -136,10 +141,6 @@ inline bool Engine<F>::handle_message(Link<F>& l, const uint8_t* b, uint32_t len
   uint32_t credits = h.credits, ctrl_credits = h.ctrl_credits;
   l.credits += credits;
   l.ctrl_credits += ctrl_credits;
-  if (!l.may_send) [[unlikely]] {
-    l.may_send = true;  // the passive side's first message from the active side
-    open_fast_path(l);
-  }
   if (h.vt_flags() == wire::Header::make_vt(wire::Type::Eager)) [[likely]] {  // no flags
     handle_eager(l, h, b, len, false);
     return false;

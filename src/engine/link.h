@@ -29,8 +29,10 @@ struct Link {
   bool credit_due = false;   // an explicit credit message should go out
   bool peer_shared = false;  // the peer receives from a shared queue: no credits to count
   fabric::ConnAttrs attrs{};
-  // Eager payloads shorter than this may go inline on isend's fast path; 0 unless the
-  // link is Open and may_send (set by open_fast_path(), cleared by close_link()).
+  // Open and may_send: the per-message fast paths apply. Eager payloads shorter than
+  // inline_eager_below may go inline on isend's fast path (0 unless ready). Both are
+  // set by open_fast_path() and cleared by close_link().
+  bool ready = false;
   uint64_t inline_eager_below = 0;
   std::chrono::steady_clock::time_point started{};
 

@@ -21,11 +21,12 @@ struct PostedEntry {
 class PostedQueue {
  public:
   [[gnu::always_inline]] void post(PostedEntry& e, uint32_t cid, int32_t source, int32_t tag) {
-    e.key = MatchKey::for_receive(cid, source, tag);
+    MatchKey key = MatchKey::for_receive(cid, source, tag);
+    e.key = key;
     e.post_seq = next_seq_++;
-    index_.get(e.key).push(&e);
-    if (e.key.wild() != Wild::None) [[unlikely]]
-      count_wildcard(e.key.wild(), +1);
+    index_.get(key).push(&e);
+    if (key.wild() != Wild::None) [[unlikely]]
+      count_wildcard(key.wild(), +1);
   }
   // Removes and returns the oldest receive matching the message, or null.
   [[gnu::always_inline]] PostedEntry* match(uint32_t cid, int32_t source, int32_t tag) {
