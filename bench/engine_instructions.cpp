@@ -1,16 +1,25 @@
 // A fixed workload for valgrind --tool=callgrind: N 8-byte send+receive pairs between
 // two loopback contexts. bench/count-instructions divides the counts by N.
-//   engine_instructions N          every message has the same tag
-//   engine_instructions N rotate   the tag changes every round trip (64 tags in turn)
+//   engine_instructions N                 every message has the same tag
+//   engine_instructions N rotate          the tag changes every round trip (64 in turn)
+//   engine_instructions N MODE PENDING    PENDING receives with other tags wait in the
+//                                         posted queue throughout
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "bench/engine_pair.h"
 
 int main(int argc, char** argv) {
   long n = argc > 1 ? std::atol(argv[1]) : 10000;
   bool rotate = argc > 2 && std::strcmp(argv[2], "rotate") == 0;
+  long pending = argc > 3 ? std::atol(argv[3]) : 0;
   rdmx::bench::EnginePair p;
+  std::vector<uint64_t> sink(size_t(pending > 0 ? pending : 0));
+  for (long i = 0; i < pending; ++i) {
+    rdmx_request_t* r;
+    rdmx_irecv(p.c[1], 0, 0, int32_t(1000 + i), &sink[size_t(i)], 8, nullptr, nullptr, &r);
+  }
   uint64_t v = 0, w = 0;
   // Each round trip is two send+receive pairs.
   for (long i = 0; i < n / 2; ++i) p.pingpong(&v, &w, sizeof v, rotate ? int32_t(i % 64) : 1);
