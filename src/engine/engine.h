@@ -146,6 +146,13 @@ class Engine {
                                      bool ctrl);
   [[gnu::always_inline]] void posted(Link<F>& l, bool ctrl);
   [[gnu::cold, gnu::noinline]] bool send_failed(Link<F>& l, int rc);
+  // What a header says of the link at the moment it is posted: its sequence number and
+  // the credits returned with it (posted() then counts them as paid).
+  static void stamp(const Link<F>& l, wire::Header& h) {
+    h.seq = l.send_seq;
+    h.credits = uint16_t(l.to_return);
+    h.ctrl_credits = uint8_t(l.ctrl_to_return);
+  }
   // A header for a message of this rank (seq and credits are filled in when posted).
   wire::Header header(wire::Type t, uint32_t cid, int32_t tag, uint64_t len) const {
     wire::Header h{};

@@ -36,12 +36,13 @@ bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
                   l.recv_region, err))
     return false;
   l.recv_registered = true;
+  std::vector<fabric::RecvBuf> bufs(l.recv_bufs);
   for (uint32_t i = 0; i < l.recv_bufs; ++i)
-    if (int rc = fabric_.post_recv(l.conn, l.recv_buf(i), l.recv_buf_size, l.recv_region,
-                                   wr_id(kWrRecv, i))) {
-      err = std::string("posting receive buffers failed: ") + rdmx_strerror(rc);
-      return false;
-    }
+    bufs[i] = {l.recv_buf(i), l.recv_buf_size, wr_id(kWrRecv, i)};
+  if (int rc = fabric_.post_recvs(l.conn, bufs.data(), int(bufs.size()), l.recv_region)) {
+    err = std::string("posting receive buffers failed: ") + rdmx_strerror(rc);
+    return false;
+  }
   return true;
 }
 

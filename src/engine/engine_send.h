@@ -163,21 +163,19 @@ template <class F>
 requires fabric::Fabric<F>
 inline bool Engine<F>::post_inline(Link<F>& l, wire::Header& h, const fabric::Sge* sge, int n,
                                    bool ctrl) {
-  h.seq = l.send_seq;
-  h.credits = uint16_t(l.to_return);
-  h.ctrl_credits = uint8_t(l.ctrl_to_return);
-  uint32_t pending = l.unsignaled + 1;
+  stamp(l, h);
+  uint32_t unsignaled = l.unsignaled + 1;  // counting this one
   uint32_t flags = fabric::kSendInline;
   uint64_t wr = wr_id(kWrInline, 0);
-  if (pending >= l.signal_every) [[unlikely]] {
+  if (unsignaled >= l.signal_every) [[unlikely]] {
     flags |= fabric::kSendSignaled;
-    wr = wr_id(kWrInline, pending);
-    pending = 0;
+    wr = wr_id(kWrInline, unsignaled);  // the sends its completion retires
+    unsignaled = 0;
   }
   int rc = fabric_.send(l.conn, sge, n, flags, wr);
   if (rc != RDMX_OK) [[unlikely]]
     return send_failed(l, rc);
-  l.unsignaled = pending;
+  l.unsignaled = unsignaled;
   ++stats_.inline_sends;
   posted(l, ctrl);
   return true;
@@ -193,9 +191,7 @@ bool Engine<F>::post_bounce(Link<F>& l, wire::Header& h, const void* extra, uint
     bounce_waiters_.push_back(l.peer);
     return false;
   }
-  h.seq = l.send_seq;
-  h.credits = uint16_t(l.to_return);
-  h.ctrl_credits = uint8_t(l.ctrl_to_return);
+  stamp(l, h);
   uint8_t* b = bounce_mem_.get() + size_t(bounce) * recv_buf_size_;
   std::memcpy(b, &h, sizeof h);
   if (extra_len) std::memcpy(b + sizeof h, extra, extra_len);

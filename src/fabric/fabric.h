@@ -79,7 +79,7 @@ const char* failure_name(Failure f);
 // connection, given at connect()/accept().
 // Setting up a connection takes three steps, so that receives are posted before the
 // peer can send: create_conn() (active: with the peer's address; passive: with the
-// request), post_recv(), then connect() or accept().
+// request), post_recvs(), then connect() or accept().
 //
 // A backend's connection request (F::ConnRequest) is handed to the passive side, which
 // accept()s or reject()s it.
@@ -115,7 +115,6 @@ concept Fabric = requires(F f, const F cf, typename F::Conn* c, typename F::Regi
   { r.desc() } -> std::convertible_to<const void*>;
   { r.key() } -> std::same_as<uint64_t>;
   { r.remote_address(p) } -> std::same_as<uint64_t>;
-  { f.post_recv(c, p, uint32_t{}, r, uint64_t{}) } -> std::same_as<int>;
   { f.post_recvs(c, rb, int{}, r) } -> std::same_as<int>;
   { f.send(c, sge, int{}, uint32_t{}, uint64_t{}) } -> std::same_as<int>;
   { f.read(c, p, uint64_t{}, r, uint64_t{}, uint64_t{}, uint64_t{}) } -> std::same_as<int>;

@@ -60,10 +60,7 @@ bool wait_release(int fd, rdmx_context_t* ctx) {
   int rc = rdmx_init(&p, &me.ctx);
   std::vector<uint8_t> addr;
   if (rc == RDMX_OK) {
-    size_t len = 0;
-    rdmx_address(me.ctx, nullptr, &len);
-    addr.resize(len);
-    rdmx_address(me.ctx, addr.data(), &len);
+    addr = address_of(me.ctx);
   } else {
     ADD_FAILURE() << "rank " << rank << ": rdmx_init: " << rdmx_last_error(nullptr);
   }

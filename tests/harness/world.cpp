@@ -15,6 +15,14 @@
 
 namespace rdmx::test {
 
+std::vector<uint8_t> address_of(rdmx_context_t* ctx) {
+  size_t len = 0;
+  rdmx_address(ctx, nullptr, &len);
+  std::vector<uint8_t> a(len);
+  rdmx_address(ctx, a.data(), &len);
+  return a;
+}
+
 bool Rank::wait(rdmx_request_t* req, rdmx_status_info_t* st, int timeout_ms) {
   int rc = rdmx_wait(ctx, req, timeout_ms, st);
   EXPECT_EQ(rc, RDMX_OK) << "rank " << rank << ": wait failed: " << rdmx_strerror(rc) << " "
@@ -80,12 +88,7 @@ void run_threads(int n, const std::function<void(Rank&)>& body, const std::strin
         ADD_FAILURE() << "rank " << r << ": rdmx_init: " << rdmx_last_error(nullptr);
         ok = false;
       }
-      if (me.ctx) {
-        size_t len = 0;
-        rdmx_address(me.ctx, nullptr, &len);
-        addrs[size_t(r)].resize(len);
-        rdmx_address(me.ctx, addrs[size_t(r)].data(), &len);
-      }
+      if (me.ctx) addrs[size_t(r)] = address_of(me.ctx);
       setup.arrive_and_wait(me.ctx);
       if (ok && me.ctx) {
         for (int q = 0; q < n; ++q)

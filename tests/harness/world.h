@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "rdmx/rdmx.h"
 
@@ -36,6 +37,9 @@ struct Backend {
 void run_world(const std::string& backend, int n, const std::function<void(Rank&)>& body,
                const std::string& settings = "",
                const std::function<std::string(int)>& settings_for = nullptr);
+
+// The context's address, as rdmx_add_peer takes it.
+std::vector<uint8_t> address_of(rdmx_context_t* ctx);
 
 // Empty if rdmx_init(fabric, settings) succeeds for one rank, else the library's reason.
 // Probed in a child process, so no device stays open in the caller.

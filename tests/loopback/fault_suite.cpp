@@ -112,10 +112,7 @@ TEST_F(LoopbackFaults, WrongJobIsRejectedWithAReasonInWords) {
   for (int i = 0; i < 2; ++i) {
     rdmx_init_params_t p{i, 2, "loopback", uint64_t(100 + i), nullptr};  // keys differ
     ASSERT_EQ(rdmx_init(&p, &c[i]), RDMX_OK);
-    size_t len = 0;
-    rdmx_address(c[i], nullptr, &len);
-    addr[i].resize(len);
-    rdmx_address(c[i], addr[i].data(), &len);
+    addr[i] = address_of(c[i]);
   }
   for (int i = 0; i < 2; ++i) rdmx_add_peer(c[i], 1 - i, addr[1 - i].data(), addr[1 - i].size());
   int v = 0;
@@ -158,10 +155,7 @@ struct RawSink {
 };
 
 protocol::RejectReason raw_connect(rdmx_context_t* target, const void* pdata, size_t len) {
-  size_t alen = 0;
-  rdmx_address(target, nullptr, &alen);
-  std::vector<uint8_t> addr(alen);
-  rdmx_address(target, addr.data(), &alen);
+  std::vector<uint8_t> addr = address_of(target);
   loopback::Fabric raw;
   std::string err;
   Settings s;

@@ -41,12 +41,17 @@ rdmx_context_t* open_ctx(int rank, int size, uint64_t job_key, const std::string
   return ctx;
 }
 
-std::vector<uint8_t> address_of(rdmx_context_t* ctx) {
-  size_t len = 0;
-  rdmx_address(ctx, nullptr, &len);
-  std::vector<uint8_t> a(len);
-  rdmx_address(ctx, a.data(), &len);
-  return a;
+// One side of an address exchange over a pipe: length, then bytes.
+bool send_address(int fd, rdmx_context_t* ctx) {
+  auto mine = address_of(ctx);
+  uint32_t len = uint32_t(mine.size());
+  return ::write(fd, &len, 4) == 4 && ::write(fd, mine.data(), len) == ssize_t(len);
+}
+bool read_address(int fd, std::vector<uint8_t>& peer) {
+  uint32_t len = 0;
+  if (::read(fd, &len, 4) != 4 || len > 256) return false;
+  peer.resize(len);
+  return ::read(fd, peer.data(), len) == ssize_t(len);
 }
 
 // Progresses every context until req completes or the time runs out.
@@ -126,14 +131,8 @@ TEST_F(OfiTcp, AnAddressOfAnotherFabricIsRefusedClearly) {
 [[noreturn]] void doomed_rank(int to_parent, int from_parent, size_t size) {
   rdmx_context_t* c = open_ctx(1, 2, 99, "RDMX_RNDV_CHUNK=4096,RDMX_MAX_RD_ATOMIC=1");
   if (!c) _exit(2);
-  auto mine = address_of(c);
-  uint32_t len = uint32_t(mine.size());
-  if (::write(to_parent, &len, 4) != 4 || ::write(to_parent, mine.data(), len) != ssize_t(len))
-    _exit(3);
-  std::vector<uint8_t> peer(256);
-  if (::read(from_parent, &len, 4) != 4 || len > peer.size()) _exit(3);
-  peer.resize(len);
-  if (::read(from_parent, peer.data(), len) != ssize_t(len)) _exit(3);
+  std::vector<uint8_t> peer;
+  if (!send_address(to_parent, c) || !read_address(from_parent, peer)) _exit(3);
   rdmx_add_peer(c, 0, peer.data(), peer.size());
   std::vector<uint8_t> out(size, 0x5a), in(size);
   rdmx_request_t *s = nullptr, *r = nullptr;
@@ -176,14 +175,9 @@ TEST_F(OfiTcp, PeerKilledMidRendezvousFailsPendingRequestsInBoundedTime) {
 
   rdmx_context_t* c = open_ctx(0, 2, 99, "RDMX_RNDV_CHUNK=4096,RDMX_MAX_RD_ATOMIC=1");
   ASSERT_TRUE(c);
-  uint32_t len = 0;
-  ASSERT_EQ(::read(up[0], &len, 4), 4);
-  std::vector<uint8_t> peer(len);
-  ASSERT_EQ(::read(up[0], peer.data(), len), ssize_t(len));
-  auto mine = address_of(c);
-  len = uint32_t(mine.size());
-  ASSERT_EQ(::write(down[1], &len, 4), 4);
-  ASSERT_EQ(::write(down[1], mine.data(), len), ssize_t(len));
+  std::vector<uint8_t> peer;
+  ASSERT_TRUE(read_address(up[0], peer));
+  ASSERT_TRUE(send_address(down[1], c));
   rdmx_add_peer(c, 1, peer.data(), peer.size());
 
   // Rank 0 reads rank 1's message, rank 1 reads rank 0's, and one more receive waits
@@ -247,14 +241,9 @@ TEST_F(OfiTcp, MessagesSentBeforeThePeerLeftAreNotLost) {
     ::close(down[1]);
     rdmx_context_t* c = open_ctx(1, 2, 5);
     if (!c) _exit(2);
-    auto mine = address_of(c);
-    uint32_t len = uint32_t(mine.size());
-    std::vector<uint8_t> peer(256);
-    if (::write(up[1], &len, 4) != 4 || ::write(up[1], mine.data(), len) != ssize_t(len) ||
-        ::read(down[0], &len, 4) != 4 || len > peer.size() ||
-        ::read(down[0], peer.data(), len) != ssize_t(len))
-      _exit(3);
-    rdmx_add_peer(c, 0, peer.data(), len);
+    std::vector<uint8_t> peer;
+    if (!send_address(up[1], c) || !read_address(down[0], peer)) _exit(3);
+    rdmx_add_peer(c, 0, peer.data(), peer.size());
     for (uint32_t i = 0; i < kCount; ++i) {
       rdmx_request_t* r = nullptr;
       if (rdmx_isend(c, 0, 0, 7, &i, sizeof i, 0, nullptr, nullptr, &r) != RDMX_OK ||
@@ -269,14 +258,9 @@ TEST_F(OfiTcp, MessagesSentBeforeThePeerLeftAreNotLost) {
   ::close(down[0]);
   rdmx_context_t* c = open_ctx(0, 2, 5);
   ASSERT_TRUE(c);
-  uint32_t len = 0;
-  ASSERT_EQ(::read(up[0], &len, 4), 4);
-  std::vector<uint8_t> peer(len);
-  ASSERT_EQ(::read(up[0], peer.data(), len), ssize_t(len));
-  auto mine = address_of(c);
-  len = uint32_t(mine.size());
-  ASSERT_EQ(::write(down[1], &len, 4), 4);
-  ASSERT_EQ(::write(down[1], mine.data(), len), ssize_t(len));
+  std::vector<uint8_t> peer;
+  ASSERT_TRUE(read_address(up[0], peer));
+  ASSERT_TRUE(send_address(down[1], c));
   rdmx_add_peer(c, 1, peer.data(), peer.size());
   // Progress until the peer has connected, then let it send everything and leave
   // while this side does not look.

@@ -134,8 +134,9 @@ std::vector<uint8_t> RawEnd::address() const {
 }
 
 void RawEnd::post_recvs(verbs::Conn* c, uint32_t n) {
-  for (uint32_t i = 0; i < n; ++i)
-    ASSERT_EQ(fabric.post_recv(c, buf(i), kBufSize, region, i), RDMX_OK);
+  std::vector<fabric::RecvBuf> bufs(n);
+  for (uint32_t i = 0; i < n; ++i) bufs[i] = {buf(i), kBufSize, i};
+  ASSERT_EQ(fabric.post_recvs(c, bufs.data(), int(n), region), RDMX_OK);
 }
 
 bool drive(const std::function<bool()>& done, const std::vector<RawEnd*>& ends, rdmx_context_t* ctx,
@@ -176,13 +177,4 @@ rdmx_context_t* verbs_context(int32_t rank, int32_t size, uint64_t job,
   EXPECT_EQ(rc, RDMX_OK) << rdmx_last_error(nullptr);
   return ctx;
 }
-
-std::vector<uint8_t> address_of(rdmx_context_t* ctx) {
-  size_t len = 0;
-  rdmx_address(ctx, nullptr, &len);
-  std::vector<uint8_t> a(len);
-  rdmx_address(ctx, a.data(), &len);
-  return a;
-}
-
 }  // namespace rdmx::test

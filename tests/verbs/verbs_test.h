@@ -101,6 +101,5 @@ wire::Header header(wire::Type t, int32_t source, uint32_t seq);
 // A context of the verbs fabric in this process (rank of size, job key).
 rdmx_context_t* verbs_context(int32_t rank, int32_t size, uint64_t job,
                               const std::string& settings = "");
-std::vector<uint8_t> address_of(rdmx_context_t* ctx);
 
 }  // namespace rdmx::test

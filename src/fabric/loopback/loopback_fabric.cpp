@@ -227,16 +227,6 @@ void Fabric::dereg(Region& r) {
   r.key_ = 0;
 }
 
-int Fabric::post_recv(Conn* c, void* buf, uint32_t len, const Region&, uint64_t wr) {
-  std::lock_guard<SpinLock> g(ep_->mu);
-  if (c->broken) {
-    ep_->complete({Completion::WrError, false, fabric::Failure::Flushed, 0, wr, 0, c->user, c});
-    return RDMX_OK;
-  }
-  c->recvs.push({buf, len, wr});
-  return RDMX_OK;
-}
-
 int Fabric::post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region&) {
   std::lock_guard<SpinLock> g(ep_->mu);
   for (int i = 0; i < n; ++i) {

@@ -74,14 +74,14 @@ int Fabric::post_recv(Conn* c, void* buf, uint32_t len, const Region& r, uint64_
   return RDMX_OK;
 }
 
-// Every send is reported, signaled or not (fabric.h allows it): the tx context is
-// recycled on its completion.
 int Fabric::post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r) {
   for (int i = 0; i < n; ++i)
     if (int rc = post_recv(c, bufs[i].addr, bufs[i].len, r, bufs[i].wr)) return rc;
   return RDMX_OK;
 }
 
+// Every send is reported, signaled or not (fabric.h allows it): the tx context is
+// recycled on its completion.
 int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr) {
   bool inline_data = flags & fabric::kSendInline;
   if (n < 1 || n > kMaxSge) return RDMX_ERR_INVALID;

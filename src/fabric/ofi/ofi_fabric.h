@@ -180,7 +180,6 @@ class Fabric {
   int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err);
   void dereg(Region& r);
 
-  int post_recv(Conn* c, void* buf, uint32_t len, const Region& r, uint64_t wr);
   int post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r);
   int send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr);
   int read(Conn* c, void* local, uint64_t len, const Region& r, uint64_t raddr, uint64_t rkey,
@@ -198,6 +197,8 @@ class Fabric {
   static constexpr size_t kMaxCmData = 512;
   static constexpr int kMaxSge = 4;
 
+  int post_recv(Conn* c, void* buf, uint32_t len, const Region& r,
+                uint64_t wr);  // one of post_recvs
   int poll_cq(Completion* out, int max);
   // Polls one batch of completions and hands them to sink.
   template <class Sink>

@@ -108,24 +108,6 @@ int Fabric::reg(void* addr, size_t len, uint32_t access, Region& out, std::strin
   return RDMX_OK;
 }
 
-int Fabric::post_recv(Conn* c, void* buf, uint32_t len, const Region& r, uint64_t wr) {
-  if (use_srq_) return post_shared_recv(buf, len, r, wr);
-  if (!c->qp) return RDMX_ERR_PEER_LOST;
-  Slot* s = c->slots.take(Slot::Recv, wr);
-  if (!s) return RDMX_ERR_AGAIN;
-  ibv_sge sge{reinterpret_cast<uintptr_t>(buf), len, r.lkey()};
-  ibv_recv_wr w{};
-  w.wr_id = reinterpret_cast<uintptr_t>(s);
-  w.sg_list = &sge;
-  w.num_sge = 1;
-  ibv_recv_wr* bad = nullptr;
-  if (ibv_post_recv(c->qp.get(), &w, &bad)) {
-    c->slots.give(s);
-    return RDMX_ERR_FABRIC;
-  }
-  return RDMX_OK;
-}
-
 // A batch of receives as one chain of work requests: one doorbell for all of them.
 int Fabric::post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r) {
   if (use_srq_) {

@@ -10,7 +10,7 @@
 // through INIT, RTR and RTS with rdma_init_qp_attr and ibv_modify_qp.
 //
 // Everything is non-blocking and driven from progress(): the event channel is
-// O_NONBLOCK and the completion queue is polled in batches. The data path (post_recv,
+// O_NONBLOCK and the completion queue is polled in batches. The data path (post_recvs,
 // send, read, progress) neither allocates nor locks.
 #pragma once
 
@@ -73,7 +73,6 @@ class Fabric {
   int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err);
   void dereg(Region& r) { r.mr_.reset(); }
 
-  int post_recv(Conn* c, void* buf, uint32_t len, const Region& r, uint64_t wr);
   int post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r);
   int send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr);
   int read(Conn* c, void* local, uint64_t len, const Region& r, uint64_t raddr, uint64_t rkey,
