@@ -116,7 +116,8 @@ class Engine {
   }
 
   // Sending (engine_send.h).
-  // Isend's fast path is open once the link is Open and may send, and closed with it.
+  // A link is ready (Open and may send) from open_fast_path() to close_link(); only
+  // then do the per-message fast paths, or any send, apply.
   void open_fast_path(Link<F>& l) {
     l.ready = l.state == Link<F>::State::Open && l.may_send;
     if (l.ready && l.attrs.max_inline >= sizeof(wire::Header))
@@ -129,8 +130,7 @@ class Engine {
     l.inline_eager_below = 0;
   }
   bool can_send(const Link<F>& l) const {
-    return l.state == Link<F>::State::Open && l.may_send && l.credits > 0 &&
-           l.sq_used < l.attrs.max_send_wr;
+    return l.ready && l.credits > 0 && l.sq_used < l.attrs.max_send_wr;
   }
   [[gnu::noinline]] int isend_slow(Peer<F>& p, Req& r);
   [[gnu::cold, gnu::noinline]] int send_arg_error(int32_t dest, int32_t tag, const void* buf,

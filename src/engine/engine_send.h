@@ -270,8 +270,8 @@ void Engine<F>::drain(Peer<F>& p) {
     if (p.backlog.empty()) break;
     if (!transmit(p, *static_cast<Req*>(p.backlog.first->owner))) return;
   }
-  if (l->credit_due && l->state == Link<F>::State::Open && l->may_send && l->ctrl_credits > 0 &&
-      l->sq_used < l->attrs.max_send_wr && (l->to_return || l->ctrl_to_return)) {
+  if (l->credit_due && l->ready && l->ctrl_credits > 0 && l->sq_used < l->attrs.max_send_wr &&
+      (l->to_return || l->ctrl_to_return)) {
     wire::Header h{};
     h.version_type = wire::Header::make_vt(wire::Type::Credit);
     h.source = rank_;
@@ -287,7 +287,7 @@ void Engine<F>::drain(Peer<F>& p) {
 template <class F>
 requires fabric::Fabric<F>
 bool Engine<F>::flush_unsignaled(Link<F>& l) {
-  if (!l.unsignaled || !l.may_send || l.sq_used >= l.attrs.max_send_wr) return false;
+  if (!l.unsignaled || !l.ready || l.sq_used >= l.attrs.max_send_wr) return false;
   bool ctrl = l.ctrl_credits > 0;
   if (!ctrl && !l.credits && !l.peer_shared) return false;  // wait for the peer's credits
   wire::Header h{};

@@ -49,8 +49,6 @@ class KeyIndex {
       if (s.list) fn(*s.list);
   }
 
-  size_t keys() const { return used_; }
-
  private:
   struct Slot {
     MatchKey key{};
