@@ -123,10 +123,43 @@ static void mtl_rdmx_prepare(mtl_rdmx_request_t* r, int kind, struct ompi_commun
   r->next = NULL;
 }
 
-/* A post rdmx refused: the request never started. */
-static void mtl_rdmx_unpost(mtl_rdmx_request_t* r) {
-  r->state = MTL_RDMX_IDLE;
-  if (r->free_after) free(r->buf);
+/* A request that could not start (rdmx refused it, or its buffer or peer could not be
+ * set up) completes at once with the error, through Open MPI's callback like any other
+ * completion: returning the error instead would leave a persistent request that
+ * MPI_Start(all) began active for ever. */
+static int mtl_rdmx_fail_start(mtl_rdmx_request_t* r, int rdmx_status) {
+  r->status.source = -1;
+  r->status.tag = 0;
+  r->status.length = 0;
+  r->status.sent_length = 0;
+  r->status.error = rdmx_status;
+  r->state = MTL_RDMX_COMPLETED;
+  r->next = NULL;
+  mtl_rdmx_finish(r);
+  return OMPI_SUCCESS;
+}
+
+/* The bytes a send hands rdmx. pml cm gives the MTL two kinds of convertor for a
+ * contiguous layout: for MPI_Send/MPI_Isend a shortcut whose pBaseBuf already points at
+ * the data (buf + true_lb, CONVERTOR_SEND not set), and for persistent and buffered
+ * sends a convertor fully prepared for sending, whose pBaseBuf is the buffer argument.
+ * Open MPI 4.1's ompi_mtl_datatype_pack returns pBaseBuf for both, which for the second
+ * kind is wrong whenever the data does not start at displacement 0: with MPI_BOTTOM and
+ * absolute addresses it is NULL. So a prepared contiguous convertor is read from its
+ * true lower bound, as opal_convertor_get_current_pointer does; the rest is as before. */
+static int mtl_rdmx_send_buf(struct opal_convertor_t* convertor, void** buf, size_t* len,
+                             bool* free_after) {
+#if !(OPAL_ENABLE_HETEROGENEOUS_SUPPORT)
+  if (convertor->pDesc && (convertor->flags & CONVERTOR_SEND) &&
+      !(convertor->flags & CONVERTOR_COMPLETED) &&
+      opal_datatype_is_contiguous_memory_layout(convertor->pDesc, convertor->count)) {
+    *free_after = false;
+    *len = convertor->local_size;
+    opal_convertor_get_current_pointer(convertor, buf);
+    return OMPI_SUCCESS;
+  }
+#endif
+  return ompi_mtl_datatype_pack(convertor, buf, len, free_after);
 }
 
 static int mtl_rdmx_start_send(struct ompi_communicator_t* comm, int dest, int tag,
@@ -134,25 +167,27 @@ static int mtl_rdmx_start_send(struct ompi_communicator_t* comm, int dest, int t
                                mtl_rdmx_request_t* r) {
   int32_t peer = mtl_rdmx_world_rank(comm, dest);
   if (OPAL_UNLIKELY(peer < 0)) return OMPI_ERR_BAD_PARAM;
-  if (OPAL_UNLIKELY(!__atomic_load_n(&M->peer_added[peer], __ATOMIC_ACQUIRE))) {
-    int ret = mtl_rdmx_add_peer(peer);
-    if (OMPI_SUCCESS != ret) return ret;
-  }
-  void* buf = NULL;
-  size_t len = 0;
-  bool free_after = false;
-  int ret = ompi_mtl_datatype_pack(convertor, &buf, &len, &free_after);
-  if (OPAL_UNLIKELY(OMPI_SUCCESS != ret)) return ret;
-  mtl_rdmx_prepare(r, MTL_RDMX_SEND, comm, convertor, buf, len, free_after);
+  mtl_rdmx_prepare(r, MTL_RDMX_SEND, comm, convertor, NULL, 0, false);
+  if (OPAL_UNLIKELY(!__atomic_load_n(&M->peer_added[peer], __ATOMIC_ACQUIRE)) &&
+      OMPI_SUCCESS != mtl_rdmx_add_peer(peer))
+    return mtl_rdmx_fail_start(r, RDMX_ERR_UNREACHABLE);
+  if (OPAL_UNLIKELY(OMPI_SUCCESS !=
+                    mtl_rdmx_send_buf(convertor, &r->buf, &r->length, &r->free_after)))
+    return mtl_rdmx_fail_start(r, RDMX_ERR_NO_MEMORY);
   /* Buffered sends were already copied by the PML and ready sends need no handshake:
    * both go as standard sends. */
   uint32_t flags = MCA_PML_BASE_SEND_SYNCHRONOUS == mode ? RDMX_SEND_SYNC : 0;
   OPAL_THREAD_LOCK(&M->lock);
-  int rc = mtl_rdmx_end_call(rdmx_isend(M->ctx, peer, comm->c_contextid, tag, buf, len, flags,
-                                        mtl_rdmx_completed, r, &r->rreq),
+  int rc = mtl_rdmx_end_call(rdmx_isend(M->ctx, peer, comm->c_contextid, tag, r->buf, r->length,
+                                        flags, mtl_rdmx_completed, r, &r->rreq),
                              "rdmx_isend");
-  if (OPAL_UNLIKELY(RDMX_OK != rc)) mtl_rdmx_unpost(r);
-  return mtl_rdmx_error(rc);
+  if (OPAL_UNLIKELY(RDMX_OK != rc)) return mtl_rdmx_fail_start(r, rc);
+  return OMPI_SUCCESS;
+}
+
+/* Where a receive lands: the user's memory, or a buffer to unpack from. */
+static int mtl_rdmx_recv_buf(mtl_rdmx_request_t* r) {
+  return ompi_mtl_datatype_recv_buf(r->convertor, &r->buf, &r->length, &r->free_after);
 }
 
 int mtl_rdmx_isend(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t* comm, int dest,
@@ -187,26 +222,24 @@ int mtl_rdmx_irecv(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t
   int32_t source = MPI_ANY_SOURCE == src ? RDMX_ANY_SOURCE : mtl_rdmx_world_rank(comm, src);
   int32_t rtag = MPI_ANY_TAG == tag ? RDMX_ANY_TAG : tag;
   if (OPAL_UNLIKELY(source < 0 && RDMX_ANY_SOURCE != source)) return OMPI_ERR_BAD_PARAM;
-  void* buf = NULL;
-  size_t len = 0;
-  bool free_after = false;
-  int ret = ompi_mtl_datatype_recv_buf(convertor, &buf, &len, &free_after);
-  if (OPAL_UNLIKELY(OMPI_SUCCESS != ret)) return ret;
-  mtl_rdmx_prepare(r, MTL_RDMX_RECV, comm, convertor, buf, len, free_after);
+  mtl_rdmx_prepare(r, MTL_RDMX_RECV, comm, convertor, NULL, 0, false);
+  if (OPAL_UNLIKELY(OMPI_SUCCESS != mtl_rdmx_recv_buf(r)))
+    return mtl_rdmx_fail_start(r, RDMX_ERR_NO_MEMORY);
   OPAL_THREAD_LOCK(&M->lock);
-  int rc = mtl_rdmx_end_call(rdmx_irecv(M->ctx, source, comm->c_contextid, rtag, buf, len,
+  int rc = mtl_rdmx_end_call(rdmx_irecv(M->ctx, source, comm->c_contextid, rtag, r->buf, r->length,
                                         mtl_rdmx_completed, r, &r->rreq),
                              "rdmx_irecv");
-  if (OPAL_UNLIKELY(RDMX_OK != rc)) mtl_rdmx_unpost(r);
-  return mtl_rdmx_error(rc);
+  if (OPAL_UNLIKELY(RDMX_OK != rc)) return mtl_rdmx_fail_start(r, rc);
+  return OMPI_SUCCESS;
 }
 
+/* A probe fills the caller's status directly, and MPI's single-completion calls leave
+ * its MPI_ERROR as the caller set it. */
 static void mtl_rdmx_probe_status(struct ompi_communicator_t* comm, const rdmx_status_info_t* st,
                                   struct ompi_status_public_t* status) {
   if (MPI_STATUS_IGNORE == status) return;
   status->MPI_SOURCE = mtl_rdmx_comm_rank(comm, st->source);
   status->MPI_TAG = st->tag;
-  status->MPI_ERROR = OMPI_SUCCESS;
   status->_ucount = st->length;
   status->_cancelled = false;
 }
@@ -261,23 +294,17 @@ int mtl_rdmx_imrecv(struct mca_mtl_base_module_t* mtl, struct opal_convertor_t* 
   (void)mtl;
   mtl_rdmx_request_t* r = (mtl_rdmx_request_t*)mtl_request;
   ompi_message_t* msg = *message;
-  void* buf = NULL;
-  size_t len = 0;
-  bool free_after = false;
-  int ret = ompi_mtl_datatype_recv_buf(convertor, &buf, &len, &free_after);
-  if (OPAL_UNLIKELY(OMPI_SUCCESS != ret)) return ret;
-  mtl_rdmx_prepare(r, MTL_RDMX_RECV, msg->comm, convertor, buf, len, free_after);
+  mtl_rdmx_prepare(r, MTL_RDMX_RECV, msg->comm, convertor, NULL, 0, false);
+  rdmx_message_t* rmsg = (rdmx_message_t*)msg->req_ptr;
+  ompi_message_return(msg);
+  *message = MPI_MESSAGE_NULL;
+  if (OPAL_UNLIKELY(OMPI_SUCCESS != mtl_rdmx_recv_buf(r)))
+    return mtl_rdmx_fail_start(r, RDMX_ERR_NO_MEMORY);
   OPAL_THREAD_LOCK(&M->lock);
   int rc = mtl_rdmx_end_call(
-      rdmx_imrecv(M->ctx, (rdmx_message_t*)msg->req_ptr, buf, len, mtl_rdmx_completed, r, &r->rreq),
-      "rdmx_imrecv");
-  if (OPAL_UNLIKELY(RDMX_OK != rc)) {
-    mtl_rdmx_unpost(r);
-  } else {
-    ompi_message_return(msg);
-    *message = MPI_MESSAGE_NULL;
-  }
-  return mtl_rdmx_error(rc);
+      rdmx_imrecv(M->ctx, rmsg, r->buf, r->length, mtl_rdmx_completed, r, &r->rreq), "rdmx_imrecv");
+  if (OPAL_UNLIKELY(RDMX_OK != rc)) return mtl_rdmx_fail_start(r, rc);
+  return OMPI_SUCCESS;
 }
 
 /* A receive not yet matched completes as cancelled through its callback; a matched
