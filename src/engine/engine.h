@@ -99,6 +99,7 @@ class Engine {
   // Connections (engine_connect.h).
   void connect_peer(Peer<F>& p);
   protocol::CmMessage offer(protocol::CmKind kind, Link<F>& l);
+  void take_offer(Link<F>& l, const protocol::CmMessage& m);
   bool setup_link(Link<F>& l, std::string& err);
   void retire(std::unique_ptr<Link<F>> l);
   void check_connect_timeouts();
@@ -122,7 +123,7 @@ class Engine {
     l.ready = l.state == Link<F>::State::Open && l.may_send;
     if (l.ready && l.attrs.max_inline >= sizeof(wire::Header))
       l.inline_eager_below =
-          std::min<uint64_t>(l.attrs.max_inline - sizeof(wire::Header), settings_.eager_limit) + 1;
+          std::min<uint64_t>(l.attrs.max_inline - sizeof(wire::Header), l.eager_limit) + 1;
   }
   void close_link(Link<F>& l) {
     l.state = Link<F>::State::Closed;
@@ -133,6 +134,7 @@ class Engine {
     return l.ready && l.credits > 0 && l.sq_used < l.attrs.max_send_wr;
   }
   [[gnu::noinline]] int isend_slow(Peer<F>& p, Req& r);
+  [[gnu::noinline]] int register_send(Peer<F>& p, Req& r);
   [[gnu::cold, gnu::noinline]] int send_arg_error(int32_t dest, int32_t tag, const void* buf,
                                                   uint64_t len, uint32_t flags);
   [[gnu::always_inline]] bool transmit(Peer<F>& p, Req& r);

@@ -59,6 +59,24 @@ requires fabric::Fabric<F> protocol::CmMessage Engine<F>::offer(protocol::CmKind
   return m;
 }
 
+// What the peer's connect or accept message lets this side do on the link. Each side
+// sends eagerly only up to the smaller of the two eager limits: the peer's receive
+// buffers are sized by its own.
+template <class F>
+requires fabric::Fabric<F>
+void Engine<F>::take_offer(Link<F>& l, const protocol::CmMessage& m) {
+  l.credits = m.credits;
+  l.ctrl_credits = m.ctrl_credits;
+  l.peer_shared = m.flags & protocol::kSharedReceive;
+  l.eager_limit = std::min<uint64_t>(settings_.eager_limit, m.eager_limit);
+  if (m.eager_limit != settings_.eager_limit)
+    RDMX_LOG(LogLevel::Info, rank_,
+             "rank %d's eager limit is %u bytes, this rank's %llu: messages above %llu bytes "
+             "to it go by rendezvous",
+             l.peer->rank, m.eager_limit, static_cast<unsigned long long>(settings_.eager_limit),
+             static_cast<unsigned long long>(l.eager_limit));
+}
+
 template <class F>
 requires fabric::Fabric<F>
 void Engine<F>::connect_peer(Peer<F>& p) {
@@ -138,9 +156,7 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
   l->peer = p;
   l->active = false;
   l->started = std::chrono::steady_clock::now();
-  l->credits = m.credits;
-  l->ctrl_credits = m.ctrl_credits;
-  l->peer_shared = m.flags & protocol::kSharedReceive;
+  take_offer(*l, m);
   std::string err;
   int rc = fabric_.create_conn(nullptr, 0, req, l.get(), &l->conn, err);
   if (rc == RDMX_OK && !setup_link(*l, err)) rc = RDMX_ERR_NO_MEMORY;
@@ -187,9 +203,7 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
                 "rank " + std::to_string(p.rank) + " accepted with invalid private data: " + why);
       return;
     }
-    l->credits = m.credits;
-    l->ctrl_credits = m.ctrl_credits;
-    l->peer_shared = m.flags & protocol::kSharedReceive;
+    take_offer(*l, m);
   }
   l->attrs = attrs;
   l->signal_every = std::clamp(attrs.max_send_wr / 4, 1u, kMaxSignalInterval);
@@ -200,9 +214,10 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
     stats_.min_read_depth = attrs.initiator_depth;
   RDMX_LOG(LogLevel::Info, rank_,
            "connected to rank %d (%s): initiator depth %u, responder resources %u, inline %u, "
-           "credits %u",
+           "credits %u, eager limit %llu",
            p.rank, l->active ? "active" : "passive", attrs.initiator_depth,
-           attrs.responder_resources, attrs.max_inline, l->credits);
+           attrs.responder_resources, attrs.max_inline, l->credits,
+           static_cast<unsigned long long>(l->eager_limit));
   if (l->active) {
     // The active side speaks first (iWARP requires it; every device accepts it).
     wire::Header h{};

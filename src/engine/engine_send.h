@@ -64,13 +64,10 @@ int Engine<F>::isend_slow(Peer<F>& p, Req& r) {
     return RDMX_OK;
   }
   if (r.len > settings_.eager_limit) {
-    std::string err;
-    if (int rc = fabric_.reg(r.buf, r.len, fabric::kRemoteRead, r.region, err)) {
+    if (int rc = register_send(p, r)) {
       requests_.put(&r);
-      return error(rc, "isend: registering " + std::to_string(r.len) + " bytes for rank " +
-                           std::to_string(p.rank) + " failed: " + err);
+      return rc;
     }
-    r.registered = true;
   }
   if (p.backlog.empty() && p.link && transmit(p, r)) return RDMX_OK;
   r.state = Req::State::Backlog;
@@ -81,6 +78,18 @@ int Engine<F>::isend_slow(Peer<F>& p, Req& r) {
     connect_peer(p);
   else
     pump(p);
+  return RDMX_OK;
+}
+
+// Registers a send's buffer for the peer's READs: the send goes by rendezvous.
+template <class F>
+requires fabric::Fabric<F>
+int Engine<F>::register_send(Peer<F>& p, Req& r) {
+  std::string err;
+  if (int rc = fabric_.reg(r.buf, r.len, fabric::kRemoteRead, r.region, err))
+    return error(rc, "isend: registering " + std::to_string(r.len) + " bytes for rank " +
+                         std::to_string(p.rank) + " failed: " + err);
+  r.registered = true;
   return RDMX_OK;
 }
 
@@ -106,6 +115,14 @@ requires fabric::Fabric<F>
 inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
   Link<F>& l = *p.link;
   if (!can_send(l)) return false;
+  // Queued before the link agreed on a lower eager limit than this side's own: it goes
+  // by rendezvous after all. (Registration failing completes r with the error.)
+  if (!r.registered && r.len > l.eager_limit) [[unlikely]] {
+    if (int rc = register_send(p, r)) {
+      fail_request(r, rc);
+      return true;
+    }
+  }
   wire::Header h = header(r.registered ? wire::Type::Rts : wire::Type::Eager, r.cid, r.tag, r.len);
   uint64_t id = ObjectPool<Req>::id_of(&r);
   bool sent;

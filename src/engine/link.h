@@ -34,6 +34,9 @@ struct Link {
   // set by open_fast_path() and cleared by close_link().
   bool ready = false;
   uint64_t inline_eager_below = 0;
+  // The smaller of the two sides' eager limits, agreed at connect: the peer's receive
+  // buffers hold no more, and this side's bounce buffers no more than its own.
+  uint64_t eager_limit = 0;
   std::chrono::steady_clock::time_point started{};
 
   // Flow control: what the peer lets this side send, and what this side owes it.

@@ -42,6 +42,55 @@ TEST_P(EngineTest, EagerRendezvousCrossover) {
       "RDMX_EAGER_LIMIT=1024");
 }
 
+// Ranks 0 and 2 would send up to 64 KiB eagerly, rank 1 only 8 KiB: every link agrees
+// on the smaller limit, whether the message was queued before the connection (0 -> 1),
+// sent by the side with the smaller limit (1 -> 0), or sent on a link the other side
+// opened (2 -> 1). Nothing arrives longer than a receive buffer, and every byte is right.
+TEST_P(EngineTest, DifferentEagerLimitsAgreeOnTheSmaller) {
+  run(
+      3,
+      [](Rank& r) {
+        const std::vector<uint64_t> sizes = {8192, 8193, 32768, 65536};
+        auto send_all = [&](int dest, uint32_t flags) {
+          auto before = stats(r);
+          std::vector<std::vector<uint8_t>> out;
+          std::vector<rdmx_request_t*> q;
+          for (uint64_t n : sizes) {
+            out.emplace_back(n);
+            fill(out.back(), n + uint64_t(r.rank));
+            q.push_back(isend(r, dest, int(n), out.back().data(), n, 0, flags));
+          }
+          for (auto* x : q) EXPECT_EQ(r.finish(x).error, RDMX_OK) << rdmx_last_error(r.ctx);
+          auto after = stats(r);
+          EXPECT_EQ(after.eager_sends - before.eager_sends, 1u) << "to rank " << dest;
+          EXPECT_EQ(after.rndv_sends - before.rndv_sends, sizes.size() - 1) << "to rank " << dest;
+        };
+        auto recv_all = [&](int src) {
+          for (uint64_t n : sizes) {
+            std::vector<uint8_t> in(n);
+            auto st = r.finish(irecv(r, src, int(n), in.data(), n));
+            EXPECT_EQ(st.error, RDMX_OK) << n << " bytes from rank " << src;
+            EXPECT_EQ(st.length, n);
+            EXPECT_TRUE(check(in.data(), n, n + uint64_t(src))) << n << " bytes from " << src;
+          }
+        };
+        if (r.rank == 0) send_all(1, 0);  // queued while 0 connects to 1
+        if (r.rank == 1) recv_all(0);
+        r.barrier();
+        if (r.rank == 1) send_all(0, RDMX_SEND_SYNC);
+        if (r.rank == 0) recv_all(1);
+        r.barrier();
+        int token = 0;
+        if (r.rank == 1) r.finish(isend(r, 2, 1, &token, sizeof token));  // 1 opens 1 -> 2
+        if (r.rank == 2) r.finish(irecv(r, 1, 1, &token, sizeof token));
+        r.barrier();
+        if (r.rank == 2) send_all(1, 0);
+        if (r.rank == 1) recv_all(2);
+        r.barrier();
+      },
+      "", [](int rank) { return "RDMX_EAGER_LIMIT=" + std::to_string(rank == 1 ? 8192 : 65536); });
+}
+
 TEST_P(EngineTest, ChunkedReadsStayWithinInitiatorDepth) {
   for (int depth : {1, 2, 16}) {
     SCOPED_TRACE("RDMX_MAX_RD_ATOMIC=" + std::to_string(depth));
