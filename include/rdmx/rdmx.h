@@ -121,13 +121,23 @@ RDMX_API int rdmx_imrecv(rdmx_context_t* ctx, rdmx_message_t* msg, void* buf, ui
 RDMX_API int rdmx_cancel(rdmx_context_t* ctx, rdmx_request_t* req);
 
 RDMX_API int rdmx_test(rdmx_request_t* req, int* done, rdmx_status_info_t* status);
-/* Waits with progress; timeout_ms < 0 waits until done or the peer is lost. */
+/* Waits with progress; timeout_ms < 0 waits until done or the peer is lost. It polls
+ * while the fabric has work, and once it has found none for a short while (about
+ * 50 microseconds) it sleeps on the fabric's wait object (libfabric's file descriptors,
+ * the verbs completion channel) between polls, so that a waiting rank leaves the
+ * processor to others. */
 RDMX_API int rdmx_wait(rdmx_context_t* ctx, rdmx_request_t* req, int timeout_ms,
                        rdmx_status_info_t* status);
 RDMX_API void rdmx_request_free(rdmx_context_t* ctx, rdmx_request_t* req);
 
 /* Drives the fabric; returns the number of events handled (>= 0) or an error. */
 RDMX_API int rdmx_progress(rdmx_context_t* ctx);
+/* For callers that drive progress themselves (an MPI library's progress loop): sleeps
+ * until the fabric may have work for rdmx_progress, or for at most timeout_ms (0: not
+ * at all). It may return early; call rdmx_progress after it. A fabric whose wakeup must
+ * be armed first returns at once from the first call after activity, having armed it,
+ * so call it only after rdmx_progress found nothing. Returns RDMX_OK or an error. */
+RDMX_API int rdmx_wait_event(rdmx_context_t* ctx, int timeout_ms);
 
 RDMX_API int rdmx_get_stats(rdmx_context_t* ctx, rdmx_stats_t* stats);
 RDMX_API const char* rdmx_fabric_name(rdmx_context_t* ctx);

@@ -30,6 +30,8 @@ class Context {
   virtual int cancel(rdmx_request_t* r) = 0;
   virtual void release(rdmx_request_t* r) = 0;
   virtual int progress() = 0;
+  virtual int wait_event(int timeout_ms) = 0;
+  virtual bool sleeps_when_idle() const = 0;  // RDMX_IDLE=sleep
   virtual void finalize() = 0;
   virtual const rdmx_stats_t& stats() const = 0;
   virtual const std::string& last_error() const = 0;

@@ -1,5 +1,6 @@
 // The public C API: argument checks, fabric selection at init, and a try/catch at
 // every entry so that no exception crosses into C callers.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -174,17 +175,42 @@ int rdmx_wait(rdmx_context_t* ctx, rdmx_request_t* req, int timeout_ms,
               rdmx_status_info_t* status) {
   if (!ctx || !req) return RDMX_ERR_INVALID;
   return guarded([&]() -> int {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    using Clock = std::chrono::steady_clock;
+    // Poll while there is work; sleep on the fabric once it has been idle this long.
+    constexpr auto kSpin = std::chrono::microseconds(50);
+    constexpr int kMaxSleepMs = 100;  // a sleep ends at least this often
+    auto now = Clock::now();
+    auto deadline = now + std::chrono::milliseconds(timeout_ms);
+    auto idle_since = now;
+    bool may_sleep = ctx->impl->sleeps_when_idle();
     int done = 0;
-    for (uint32_t spins = 0;; ++spins) {
+    for (uint32_t idle = 0;;) {
       rdmx_test(req, &done, status);
       if (done) return RDMX_OK;
       int rc = ctx->impl->progress();
       if (rc < 0) return rc;
-      if (timeout_ms >= 0 && (spins & 255) == 0 && std::chrono::steady_clock::now() > deadline)
-        return RDMX_ERR_TIMEOUT;
+      if (rc > 0) {
+        idle = 0;
+        continue;
+      }
+      if ((idle++ & 15) != 0) continue;  // look at the clock every 16 idle polls
+      now = Clock::now();
+      if (idle == 1) idle_since = now;
+      if (timeout_ms >= 0 && now > deadline) return RDMX_ERR_TIMEOUT;
+      if (!may_sleep || now - idle_since < kSpin) continue;
+      int sleep_ms = kMaxSleepMs;
+      if (timeout_ms >= 0)
+        sleep_ms = int(std::min<int64_t>(
+            kMaxSleepMs,
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1));
+      if ((rc = ctx->impl->wait_event(sleep_ms)) != RDMX_OK) return rc;
     }
   });
+}
+
+int rdmx_wait_event(rdmx_context_t* ctx, int timeout_ms) {
+  if (!ctx || timeout_ms < 0) return RDMX_ERR_INVALID;
+  return guarded([&]() -> int { return ctx->impl->wait_event(timeout_ms); });
 }
 
 void rdmx_request_free(rdmx_context_t* ctx, rdmx_request_t* req) {

@@ -70,6 +70,10 @@ const Knob kKnobs[] = {
     {"RDMX_VERBOSE", Kind::Unsigned, 0, 3, nullptr, "0",
      "log level on stderr: 0 errors, 1 warnings, 2 connections, 3 debug",
      field_of<&Settings::verbose>},
+    {"RDMX_IDLE", Kind::Choice, 0, 0, "sleep|spin", "sleep",
+     "what rdmx_wait does once nothing has happened for 50 us: sleep on the fabric's wait "
+     "object, or keep polling (over libfabric the wait object costs ~1 us per message)",
+     field_of<&Settings::idle>},
     {"RDMX_LOOPBACK_DEVICE_RD_ATOM", Kind::Unsigned, 1, 255, nullptr, "16",
      "loopback fabric: the emulated device's max_qp_rd_atom and max_qp_init_rd_atom",
      field_of<&Settings::loopback_rd_atom>},

@@ -21,6 +21,7 @@ struct Settings {
   std::string verbs_device = "";        // RDMX_VERBS_DEVICE (device name or IP; "" = first)
   uint64_t connect_timeout_ms = 30000;  // RDMX_CONNECT_TIMEOUT_MS
   uint64_t verbose = 0;                 // RDMX_VERBOSE
+  std::string idle = "sleep";           // RDMX_IDLE: sleep|spin
   uint64_t loopback_rd_atom = 16;       // RDMX_LOOPBACK_DEVICE_RD_ATOM
   uint64_t loopback_max_inline = 128;   // RDMX_LOOPBACK_MAX_INLINE
   int64_t rank = -1;                    // RDMX_RANK (-1: unset), for rdmx_init_bootstrap

@@ -43,6 +43,8 @@ class Engine {
   size_t address(uint8_t* buf, size_t cap) const { return fabric_.address(buf, cap); }
   int add_peer(int32_t rank, const void* addr, size_t len);
   [[gnu::always_inline]] int progress();
+  // Sleeps until the fabric may have work for progress(), at most timeout_ms.
+  int wait_event(int timeout_ms) { return fabric_.wait(timeout_ms); }
   void finalize();
 
   // Messaging (engine_send.h, engine_recv.h).
@@ -61,6 +63,7 @@ class Engine {
 
   const rdmx_stats_t& stats() const { return stats_; }
   const std::string& last_error() const { return last_error_; }
+  const Settings& settings() const { return settings_; }
   int32_t rank() const { return rank_; }
   F& fabric() { return fabric_; }
 

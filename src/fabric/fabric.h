@@ -95,6 +95,13 @@ struct SinkArchetype {
   void on_wr_error(void* user, uint64_t wr, Failure, const char* why);
 };
 
+// Blocking until there is work: wait(timeout_ms) returns once progress() may find a
+// completion or a connection event, or after timeout_ms (0: do not block), whichever
+// comes first; it may return early, and never blocks longer. A backend whose wakeup
+// must be armed first (verbs' completion channel) arms it on one call and returns, so
+// that the caller polls once more before the next call blocks. Returns RDMX_OK or an
+// error.
+
 template <class F>
 concept Fabric = requires(F f, const F cf, typename F::Conn* c, typename F::Region r,
                           typename F::ConnRequest* req, SinkArchetype& sink, const Settings& s,
@@ -119,6 +126,7 @@ concept Fabric = requires(F f, const F cf, typename F::Conn* c, typename F::Regi
   { f.send(c, sge, int{}, uint32_t{}, uint64_t{}) } -> std::same_as<int>;
   { f.read(c, p, uint64_t{}, r, uint64_t{}, uint64_t{}, uint64_t{}) } -> std::same_as<int>;
   { f.progress(sink) } -> std::same_as<int>;
+  { f.wait(int{}) } -> std::same_as<int>;
 };
 
 }  // namespace rdmx::fabric

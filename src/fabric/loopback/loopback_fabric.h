@@ -10,6 +10,7 @@
 
 #include "fabric/fabric.h"
 #include "fabric/loopback/loopback_state.h"
+#include "rdmx/rdmx.h"
 
 namespace rdmx::loopback {
 
@@ -57,6 +58,10 @@ class Fabric {
 
   template <class Sink>
   int progress(Sink& sink);
+  int wait(int timeout_ms) {
+    ep_->wait(timeout_ms);
+    return RDMX_OK;
+  }
 
   // Shared receive queue (RDMX_SRQ=1): declared before open(); receives are then posted
   // with post_shared_recv() and serve every connection.

@@ -1,5 +1,11 @@
 #include "fabric/loopback/loopback_state.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <ctime>
+
 #include "fabric/loopback/loopback_faults.h"
 
 namespace rdmx::loopback {
@@ -31,6 +37,31 @@ World& World::get() {
 void EpState::complete(Completion c) {
   c.ready_tick = tick_ + faults().completion_delay.load(std::memory_order_relaxed);
   cq_.push(c);
+  ring();
+}
+
+void EpState::wake() {
+  doorbell_.fetch_add(1, std::memory_order_seq_cst);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&doorbell_), FUTEX_WAKE_PRIVATE, 1, nullptr,
+          nullptr, 0);
+}
+
+void EpState::wait(int timeout_ms) {
+  if (timeout_ms <= 0) return;
+  sleeping_.store(true, std::memory_order_seq_cst);
+  uint32_t seen = doorbell_.load(std::memory_order_seq_cst);
+  bool idle;
+  {
+    std::lock_guard<SpinLock> g(mu);
+    // A delayed completion becomes ready only as progress polls: never sleep on one.
+    idle = cq_.empty() && events_.empty();
+  }
+  if (idle) {
+    timespec ts{timeout_ms / 1000, long(timeout_ms % 1000) * 1000000L};
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&doorbell_), FUTEX_WAIT_PRIVATE, seen, &ts,
+            nullptr, 0);
+  }
+  sleeping_.store(false, std::memory_order_relaxed);
 }
 
 int EpState::take_completions(Completion* out, int max) {

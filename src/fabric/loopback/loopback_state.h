@@ -108,7 +108,10 @@ class EpState {
   void notify(CmEvent e) {
     events_.push(std::move(e));
     has_events_.store(true, std::memory_order_release);
+    ring();
   }
+  // Blocks until a completion or an event is queued here, or timeout_ms passes.
+  void wait(int timeout_ms);
   // Whether an event may be waiting: read without the lock, so that polling an
   // endpoint with none costs no lock and no event to build.
   bool may_have_events() const { return has_events_.load(std::memory_order_acquire); }
@@ -120,9 +123,20 @@ class EpState {
   void break_locked(Conn* c, fabric::Failure why, const char* text);
 
  private:
+  // Wakes a wait() if one sleeps: costs the producer one load when none does. The
+  // sleeper announces itself before it looks at the queues under mu, and the producer
+  // queues under mu before it looks, so one of them always sees the other.
+  void ring() {
+    if (sleeping_.load(std::memory_order_seq_cst)) [[unlikely]]
+      wake();
+  }
+  void wake();
+
   Ring<Completion> cq_{256};
   Ring<CmEvent> events_{16};
   std::atomic<bool> has_events_{false};
+  std::atomic<bool> sleeping_{false};
+  std::atomic<uint32_t> doorbell_{0};  // a futex word, bumped by wake()
   uint64_t tick_ = 0;
 };
 

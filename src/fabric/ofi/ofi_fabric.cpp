@@ -178,23 +178,39 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
     err = fi_error("fi_domain", rc);
     return RDMX_ERR_FABRIC;
   }
+  // Queues with a file descriptor to sleep on where the provider offers one (wait()),
+  // else without: progress never blocks either way.
   fi_eq_attr eqa{};
-  eqa.wait_obj = FI_WAIT_NONE;
-  if ((rc = fi_eq_open(fabric_.get(), &eqa, eq_.out(), nullptr))) {
-    err = fi_error("fi_eq_open", rc);
-    return RDMX_ERR_FABRIC;
-  }
-  fi_cq_attr cqa{};
-  cqa.format = FI_CQ_FORMAT_DATA;
-  cqa.wait_obj = FI_WAIT_NONE;
-  cqa.size = kCqSize;
-  if (fi_cq_open(domain_.get(), &cqa, cq_.out(), nullptr)) {
-    cqa.size = 0;  // the provider's default
-    if ((rc = fi_cq_open(domain_.get(), &cqa, cq_.out(), nullptr))) {
-      err = fi_error("fi_cq_open", rc);
+  eqa.wait_obj = FI_WAIT_FD;
+  if (fi_eq_open(fabric_.get(), &eqa, eq_.out(), nullptr)) {
+    eqa.wait_obj = FI_WAIT_NONE;
+    if ((rc = fi_eq_open(fabric_.get(), &eqa, eq_.out(), nullptr))) {
+      err = fi_error("fi_eq_open", rc);
       return RDMX_ERR_FABRIC;
     }
   }
+  fi_cq_attr cqa{};
+  cqa.format = FI_CQ_FORMAT_DATA;
+  rc = -FI_ENODATA;
+  // A completion queue with a wait object slows every completion on tcp (about 1 us per
+  // message): only where rdmx_wait may sleep (RDMX_IDLE=sleep).
+  for (auto wait_obj : {s.idle == "sleep" ? FI_WAIT_FD : FI_WAIT_NONE, FI_WAIT_NONE}) {
+    cqa.wait_obj = wait_obj;
+    cqa.size = kCqSize;
+    if ((rc = fi_cq_open(domain_.get(), &cqa, cq_.out(), nullptr)) == 0) break;
+    cqa.size = 0;  // the provider's default
+    if ((rc = fi_cq_open(domain_.get(), &cqa, cq_.out(), nullptr)) == 0) break;
+  }
+  if (rc) {
+    err = fi_error("fi_cq_open", rc);
+    return RDMX_ERR_FABRIC;
+  }
+  if (cqa.wait_obj != FI_WAIT_FD || fi_control(cq_.fid(), FI_GETWAIT, &cq_fd_)) cq_fd_ = -1;
+  if (eqa.wait_obj != FI_WAIT_FD || fi_control(eq_.fid(), FI_GETWAIT, &eq_fd_)) eq_fd_ = -1;
+  RDMX_LOG(LogLevel::Info, rank, "ofi: waits sleep on %s",
+           cq_fd_ < 0   ? "short timers (no wait object)"
+           : eq_fd_ < 0 ? "the completion queue's fd"
+                        : "the queues' fds");
   if ((rc = fi_passive_ep(fabric_.get(), info, pep_.out(), nullptr))) {
     err = fi_error("fi_passive_ep", rc);
     return RDMX_ERR_FABRIC;

@@ -187,6 +187,9 @@ class Fabric {
 
   template <class Sink>
   int progress(Sink& sink);
+  // Sleeps on the completion and event queues' file descriptors (fi_trywait, then
+  // poll); where the provider has none, sleeps a little instead (at most 1 ms).
+  int wait(int timeout_ms);
 
   // What this context runs on, for tools and tests.
   const std::string& provider() const { return provider_; }
@@ -239,6 +242,8 @@ class Fabric {
 
   ConnRequest request_;
   Ring<Completion> deferred_{64};  // flushes of operations on closed connections
+  int cq_fd_ = -1;                 // the queues' wait objects (FI_WAIT_FD), or -1
+  int eq_fd_ = -1;
   alignas(fi_eq_cm_entry) uint8_t eq_buf_[sizeof(fi_eq_cm_entry) + kMaxCmData];
   uint8_t err_data_[kMaxCmData];
   uint8_t cm_out_[kMaxCmData];

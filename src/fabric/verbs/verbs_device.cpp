@@ -248,8 +248,19 @@ int Device::open(const Settings& s, std::string& err) {
     err = "ibv_alloc_pd on " + name_ + " failed: " + std::strerror(errno);
     return RDMX_ERR_NO_MEMORY;
   }
+  comp_channel_.reset(ibv_create_comp_channel(context()));
+  if (!comp_channel_) {
+    err = "ibv_create_comp_channel on " + name_ + " failed: " + std::strerror(errno);
+    return RDMX_ERR_FABRIC;
+  }
+  fl = fcntl(comp_channel_->fd, F_GETFL);
+  if (fl < 0 || fcntl(comp_channel_->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+    err =
+        "cannot make the completion channel of " + name_ + " non-blocking: " + std::strerror(errno);
+    return RDMX_ERR_FABRIC;
+  }
   uint32_t cqe = std::min(kInitialCq, limits_.max_cqe);
-  cq_.reset(ibv_create_cq(context(), int(cqe), nullptr, nullptr, 0));
+  cq_.reset(ibv_create_cq(context(), int(cqe), nullptr, comp_channel_.get(), 0));
   if (!cq_) {
     err = "ibv_create_cq of " + std::to_string(cqe) + " entries on " + name_ +
           " failed: " + std::strerror(errno);

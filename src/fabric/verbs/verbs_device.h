@@ -72,6 +72,8 @@ class Device {
   ibv_context* context() const { return listener_->verbs; }
   ibv_pd* pd() const { return pd_.get(); }
   ibv_cq* cq() const { return cq_.get(); }
+  // The completion queue's event channel (non-blocking), for sleeping until it has work.
+  ibv_comp_channel* comp_channel() const { return comp_channel_.get(); }
   ibv_srq* srq() const { return srq_.get(); }
   uint32_t srq_depth() const { return srq_depth_; }
   const DeviceLimits& limits() const { return limits_; }
@@ -91,6 +93,7 @@ class Device {
   EventChannel channel_;
   CmId listener_;
   Pd pd_;
+  CompChannel comp_channel_;  // outlives the completion queue that reports to it
   Cq cq_;
   Srq srq_;
   uint32_t srq_depth_ = 0;

@@ -80,6 +80,8 @@ class Fabric {
 
   template <class Sink>
   int progress(Sink& sink);
+  // Sleeps on the completion channel and the rdma_cm event channel (verbs_wait.cpp).
+  int wait(int timeout_ms);
 
   // Shared receive queue (RDMX_SRQ=1). The caller declares, before open(), that it
   // posts its receive buffers with post_shared_recv(); a completion then names the
@@ -148,6 +150,8 @@ class Fabric {
   uint32_t in_setup_ = 0;   // connections between create_conn and established or closed
   uint32_t unsettled_ = 0;  // closed or gone connections not reaped yet
   bool device_dead_ = false;
+  bool cq_armed_ = false;  // a completion will raise an event on the completion channel
+  bool cm_kick_ = false;   // wait() saw the rdma_cm channel readable: read it next progress
 
   std::vector<std::unique_ptr<Conn>> conns_;
   std::unordered_map<uint32_t, Conn*> by_qp_num_;  // for shared receives
@@ -215,7 +219,8 @@ int Fabric::progress(Sink& sink) {
   int handled = 0;
   // Connection events first: a passive connection is reported established before any
   // of its completions, and a peer's disconnect only after what it sent has arrived.
-  if (!pending_.empty() || in_setup_ || (++progress_calls_ & 15) == 0) {
+  if (!pending_.empty() || in_setup_ || cm_kick_ || (++progress_calls_ & 15) == 0) {
+    cm_kick_ = false;
     CmOutcome o;
     while (next_outcome(o)) {
       ++handled;

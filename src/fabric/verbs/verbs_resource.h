@@ -23,6 +23,7 @@ using Owner = std::unique_ptr<T, Releaser<T, Release>>;
 using EventChannel = Owner<rdma_event_channel, rdma_destroy_event_channel>;
 using CmId = Owner<rdma_cm_id, rdma_destroy_id>;
 using Pd = Owner<ibv_pd, ibv_dealloc_pd>;
+using CompChannel = Owner<ibv_comp_channel, ibv_destroy_comp_channel>;
 using Cq = Owner<ibv_cq, ibv_destroy_cq>;
 using Qp = Owner<ibv_qp, ibv_destroy_qp>;
 using Srq = Owner<ibv_srq, ibv_destroy_srq>;
