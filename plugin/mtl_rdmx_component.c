@@ -268,6 +268,33 @@ static int mtl_rdmx_publish_address(void) {
   return ret;
 }
 
+/* Whether Open MPI was told the processor is shared: mpi_yield_when_idle, which it also
+ * sets when a node runs more processes than it has cores. */
+static bool mtl_rdmx_processor_shared(void) {
+  int index = mca_base_var_find("ompi", "mpi", NULL, "yield_when_idle");
+  const void* value = NULL;
+  if (index < 0 || OPAL_SUCCESS != mca_base_var_get_value(index, &value, NULL, NULL) || !value)
+    return false;
+  return *(const bool*)value;
+}
+
+/* Unless the user chose (RDMX_IDLE), waiting ranks sleep on the fabric only where the
+ * processor is shared: over libfabric the wait object costs every message ~1 us. */
+static char* mtl_rdmx_add_idle_setting(char* settings) {
+  const char* chosen = getenv("RDMX_IDLE");
+  if (chosen) {
+    ompi_mtl_rdmx.sleep_when_idle = 0 == strcmp(chosen, "sleep");
+    return settings;
+  }
+  ompi_mtl_rdmx.sleep_when_idle = mtl_rdmx_processor_shared();
+  const char* item = ompi_mtl_rdmx.sleep_when_idle ? "RDMX_IDLE=sleep" : "RDMX_IDLE=spin";
+  size_t len = strlen(settings), n = strlen(item);
+  char* grown = realloc(settings, len + n + 2);
+  if (NULL == grown) return settings;
+  snprintf(grown + len, n + 2, "%s%s", len ? "," : "", item);
+  return grown;
+}
+
 static mca_mtl_base_module_t* mtl_rdmx_component_init(bool enable_progress_threads,
                                                       bool enable_mpi_threads) {
   (void)enable_progress_threads;
@@ -282,6 +309,7 @@ static mca_mtl_base_module_t* mtl_rdmx_component_init(bool enable_progress_threa
     if (bad) mtl_rdmx_show_param_help(bad, "the value must not contain ',' (at most 256 bytes)");
     return NULL;
   }
+  settings = mtl_rdmx_add_idle_setting(settings);
 
   const opal_process_name_t* me = &ompi_proc_local()->super.proc_name;
   rdmx_init_params_t params;

@@ -4,11 +4,13 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mtl_rdmx.h"
 #include "ompi/errhandler/errcode-internal.h"
 #include "ompi/mca/mtl/base/mtl_base_datatype.h"
 #include "ompi/message/message.h"
+#include "ompi/runtime/mpiruntime.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 
@@ -89,9 +91,36 @@ static void mtl_rdmx_call_failed(const char* what, int rc) {
                       rdmx_strerror(rc), rdmx_last_error(M->ctx));
 }
 
+static uint64_t mtl_rdmx_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Progress found nothing. Where the processor is shared (RDMX_IDLE=sleep, by default
+ * when Open MPI yields when idle: mpi_yield_when_idle, or more processes than cores), a
+ * process that has found nothing for MTL_RDMX_SPIN_NS sleeps on the fabric for up to a
+ * millisecond, instead of only yielding, so that the processes with work get the
+ * processor. Not with MPI_THREAD_MULTIPLE: the sleep holds the lock every rdmx call
+ * takes. */
+#define MTL_RDMX_SPIN_NS 50000u
+static void mtl_rdmx_idle(void) {
+  if (!M->sleep_when_idle || ompi_mpi_thread_multiple) return;
+  uint64_t now = mtl_rdmx_now_ns();
+  if (0 == M->idle_since_ns) {
+    M->idle_since_ns = now;
+  } else if (now - M->idle_since_ns > MTL_RDMX_SPIN_NS) {
+    rdmx_wait_event(M->ctx, 1);
+  }
+}
+
 int mtl_rdmx_progress(void) {
   if (OPAL_THREAD_TRYLOCK(&M->lock)) return 0;
   int n = rdmx_progress(M->ctx);
+  if (n > 0)
+    M->idle_since_ns = 0;
+  else if (0 == n)
+    mtl_rdmx_idle();
   mtl_rdmx_request_t* done = mtl_rdmx_take_completed();
   OPAL_THREAD_UNLOCK(&M->lock);
   mtl_rdmx_finish(done);
