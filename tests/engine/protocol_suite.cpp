@@ -39,7 +39,7 @@ TEST_P(EngineTest, EagerRendezvousCrossover) {
           r.barrier();
         }
       },
-      "RDMX_EAGER_LIMIT=1024");
+      SettingList{{"RDMX_EAGER_LIMIT", "1024"}});
 }
 
 TEST_P(EngineTest, ChunkedReadsStayWithinInitiatorDepth) {
@@ -70,11 +70,10 @@ TEST_P(EngineTest, ChunkedReadsStayWithinInitiatorDepth) {
             EXPECT_EQ(s.max_reads_outstanding, uint64_t(depth)) << "the window was not used";
           }
         },
-        "RDMX_RNDV_CHUNK=4096,RDMX_EAGER_LIMIT=4096",
+        SettingList{{"RDMX_RNDV_CHUNK", "4096"}, {"RDMX_EAGER_LIMIT", "4096"}},
         [depth](int rank) {
           // Only one side caps: the negotiated depth is the minimum of both sides.
-          return rank == 1 ? "RDMX_MAX_RD_ATOMIC=" + std::to_string(depth)
-                           : std::string("RDMX_MAX_RD_ATOMIC=64");
+          return SettingList{{"RDMX_MAX_RD_ATOMIC", rank == 1 ? std::to_string(depth) : "64"}};
         });
   }
 }
