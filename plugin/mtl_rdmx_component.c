@@ -232,6 +232,31 @@ static void mtl_rdmx_report_init_failure(int rc) {
                  (int)ompi_proc_local()->super.proc_name.vpid, rdmx_strerror(rc), why);
 }
 
+/* rdmx's log lines go to this component's opal_output stream: errors and warnings
+ * always (rdmx produces warnings only when asked, or for a misspelt RDMX_* variable),
+ * connections and debug lines at the stream's verbosity. */
+static void mtl_rdmx_log(int level, int32_t rank, const char* line, void* user) {
+  int output = *(const int*)user;
+  static const char* const names[] = {"error", "warning", "info", "debug"};
+  const char* name = level >= 0 && level <= 3 ? names[level] : "log";
+  if (level <= 1)
+    opal_output(output, "rdmx[%d] %s: %s", (int)rank, name, line);
+  else
+    opal_output_verbose(level, output, "rdmx[%d] %s: %s", (int)rank, name, line);
+}
+
+/* The stream's verbosity: mtl_rdmx_verbose where set, else RDMX_VERBOSE (which rdmx
+ * reads too), else 0. rdmx refuses a value that is not a number from 0 to 3. */
+static int mtl_rdmx_verbosity(void) {
+  const mtl_rdmx_param_t* p = mtl_rdmx_param("RDMX_VERBOSE");
+  const char* text = NULL;
+  if (NULL != p && mtl_rdmx_user_set(p->index))
+    text = mtl_rdmx_param_text(p);
+  else
+    text = getenv("RDMX_VERBOSE");
+  return NULL != text ? atoi(text) : 0;
+}
+
 static int mtl_rdmx_publish_address(void) {
   size_t len = 0;
   int rc = rdmx_address(ompi_mtl_rdmx.ctx, NULL, &len);
@@ -255,7 +280,8 @@ static mca_mtl_base_module_t* mtl_rdmx_component_init(bool enable_progress_threa
   mtl_rdmx_module_t* m = &ompi_mtl_rdmx;
   mtl_rdmx_add_help_dir();
   m->output = opal_output_open(NULL);
-  opal_output_set_verbosity(m->output, atoi(mtl_rdmx_param_text(mtl_rdmx_param("RDMX_VERBOSE"))));
+  opal_output_set_verbosity(m->output, mtl_rdmx_verbosity());
+  rdmx_set_log_handler(mtl_rdmx_log, &m->output);
 
   mtl_rdmx_param_t* bad = NULL;
   rdmx_settings_t* settings = mtl_rdmx_settings(&bad);

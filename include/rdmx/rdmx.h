@@ -124,6 +124,15 @@ typedef struct rdmx_init_params {
                                       caller keeps it (rdmx_init only reads it) */
 } rdmx_init_params_t;
 
+/* Log lines. rdmx writes its log (errors, and more with RDMX_VERBOSE) to stderr unless a
+ * handler is set; a host with its own log (an MPI library) takes them instead. level:
+ * 0 error, 1 warning, 2 connections, 3 debug; rank: this process's rank, or -1 before
+ * it is known; line: the message, without a prefix or newline. Process-wide; the handler
+ * may be called from any thread that calls into rdmx, and must not call rdmx. NULL
+ * restores stderr. */
+typedef void (*rdmx_log_fn)(int level, int32_t rank, const char* line, void* user);
+RDMX_API void rdmx_set_log_handler(rdmx_log_fn fn, void* user);
+
 /* Counters for tests, tools and benchmarks. */
 typedef struct rdmx_stats {
   uint64_t eager_sends;
