@@ -58,15 +58,21 @@ bool apply(const SettingEntry& e, Settings& s, const std::string& v, std::string
   return ok;
 }
 
-// The setting a misspelt name most likely meant: one whose name starts with it or that it
-// starts with ("RDMX_EAGER", "RDMX_CREDITSS"), else the nearest within three edits.
+// The setting a misspelt name most likely meant: of those whose name starts with it or
+// that it starts with ("RDMX_EAGER", "RDMX_BOOTSTRAP_TIMEOUT"), the nearest; else the
+// nearest of all if within three edits.
 const SettingEntry* meant(const std::string& name) {
-  for (const SettingEntry& e : all_settings()) {
-    std::string known = e.desc.name;
-    if (name.size() > 5 && (known.starts_with(name) || name.starts_with(known))) return &e;
-  }
   size_t distance = 0;
   const SettingEntry* near = closest_setting(name, &distance);
+  const SettingEntry* best = nullptr;
+  size_t best_d = SIZE_MAX;
+  for (const SettingEntry& e : all_settings()) {
+    std::string known = e.desc.name;
+    if (name.size() <= 5 || !(known.starts_with(name) || name.starts_with(known))) continue;
+    size_t d = known.size() > name.size() ? known.size() - name.size() : name.size() - known.size();
+    if (d < best_d) best = &e, best_d = d;
+  }
+  if (best) return best;
   return distance <= 3 ? near : nullptr;
 }
 

@@ -89,6 +89,9 @@ TEST(Settings, MisspeltNamesAreNamedWithTheClosestSetting) {
             "RDMX_EAGERLIMIT is set but is not an rdmx setting; did you mean RDMX_EAGER_LIMIT?");
   EXPECT_NE(w[1].find("did you mean RDMX_CREDITS?"), std::string::npos) << w[1];
   EXPECT_NE(w[2].find("did you mean RDMX_EAGER_LIMIT?"), std::string::npos) << w[2];
+  const char* env2[] = {"RDMX_BOOTSTRAP_TIMEOUT=5", nullptr};
+  EXPECT_NE(misspelt_settings(env2).at(0).find("did you mean RDMX_BOOTSTRAP_TIMEOUT_MS?"),
+            std::string::npos);
   Settings s;
   std::string err;
   EXPECT_FALSE(s.set("RDMX_RNDV_CHUNKS", "4096", err));
