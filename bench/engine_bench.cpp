@@ -32,8 +32,7 @@ BENCHMARK(BM_PingPongSize)->RangeMultiplier(16)->Range(64, 4 << 20);
 void BM_EagerVsRendezvous(benchmark::State& state) {
   int64_t size = state.range(0);
   bool eager = state.range(1) != 0;
-  std::string settings = "RDMX_EAGER_LIMIT=" + std::to_string(eager ? size : size - 1);
-  EnginePair p(settings.c_str());
+  EnginePair p("RDMX_EAGER_LIMIT", eager ? size : size - 1);
   std::vector<uint8_t> tx(static_cast<size_t>(size)), rx(tx.size());
   for (auto _ : state) p.pingpong(tx.data(), rx.data(), tx.size(), 1);
   state.SetLabel(eager ? "eager" : "rendezvous");
@@ -78,7 +77,7 @@ BENCHMARK(BM_MatchWithPostedReceives)->Arg(1)->Arg(100)->Arg(10000);
 
 // Ping-pong while N messages (other tags) wait in the unexpected queue.
 void BM_MatchWithUnexpectedMessages(benchmark::State& state) {
-  EnginePair p("RDMX_CREDITS=256");
+  EnginePair p("RDMX_CREDITS", 256);
   int n = int(state.range(0));
   uint64_t v = 0, w = 0;
   for (int i = 0; i < n; ++i) {

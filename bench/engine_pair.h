@@ -13,9 +13,16 @@ namespace rdmx::bench {
 
 class EnginePair {
  public:
-  explicit EnginePair(const char* settings = nullptr) {
+  // setting: one RDMX_* name and its value, or none.
+  explicit EnginePair(const char* setting = nullptr, int64_t value = 0) {
+    rdmx_settings_t* s = nullptr;
+    rdmx_settings_create(&s);
+    if (setting && rdmx_settings_set_int(s, setting, value) != RDMX_OK) {
+      std::fprintf(stderr, "%s\n", rdmx_last_error(nullptr));
+      std::exit(1);
+    }
     for (int i = 0; i < 2; ++i) {
-      rdmx_init_params_t p{i, 2, "loopback", 1, settings};
+      rdmx_init_params_t p{i, 2, "loopback", 1, s};
       if (rdmx_init(&p, &c[i]) != RDMX_OK) {
         std::fprintf(stderr, "rdmx_init: %s\n", rdmx_last_error(nullptr));
         std::exit(1);
@@ -27,6 +34,7 @@ class EnginePair {
       rdmx_address(c[i], addr, &len);
       rdmx_add_peer(c[1 - i], i, addr, len);
     }
+    rdmx_settings_free(s);
     uint64_t v = 0, w = 0;
     for (int i = 0; i < 4; ++i) pingpong(&v, &w, sizeof v, 0);  // connect and warm up
   }

@@ -16,6 +16,7 @@
 #include "ompi/mca/rte/rte.h"
 #include "ompi/proc/proc.h"
 #include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/mca/pmix/pmix.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
@@ -46,68 +47,75 @@ mca_mtl_base_component_2_0_0_t mca_mtl_rdmx_component = {
 /* Below ob1's 20: pml cm with rdmx is used only when asked for. */
 #define MTL_RDMX_DEFAULT_PRIORITY 5
 
-/* One MCA parameter per RDMX_* setting. Its default and help come from rdmx itself
- * (rdmx_print_settings); it reaches rdmx only when the user set it, so RDMX_* variables
- * in the environment keep working. */
+/* One MCA parameter, mtl_rdmx_<key>, per setting rdmx_init reads, registered from rdmx's
+ * own descriptors (rdmx_setting_get): the name, default, accepted values and help are
+ * declared once, in rdmx. A parameter reaches rdmx only when the user set it, so RDMX_*
+ * variables in the environment keep working. Choices are an MCA enum. Integers are
+ * registered as strings and read by rdmx (plain decimal digits, within range), because
+ * Open MPI reads a non-number given to an integer parameter as 0. */
 typedef struct mtl_rdmx_param {
-  const char* name;    /* mtl_rdmx_<name> */
-  const char* setting; /* RDMX_<SETTING> */
-  int is_string;
-  int int_value;
-  char* string_value;
-  int index; /* MCA variable index, or -1 */
-  char help[512];
+  rdmx_setting_desc_t desc;
+  char* string_value; /* INT and TEXT: this parameter's own storage */
+  int enum_value;     /* CHOICE: an index into desc.choices */
+  int index;          /* MCA variable index, or -1 */
+  char help[768];
+  mca_base_var_enum_value_t* enum_values; /* CHOICE */
 } mtl_rdmx_param_t;
 
-static mtl_rdmx_param_t mtl_rdmx_params[] = {
-    {"fabric", "RDMX_FABRIC", 1, 0, NULL, -1, ""},
-    {"eager_limit", "RDMX_EAGER_LIMIT", 0, 0, NULL, -1, ""},
-    {"rndv_chunk", "RDMX_RNDV_CHUNK", 0, 0, NULL, -1, ""},
-    {"max_rd_atomic", "RDMX_MAX_RD_ATOMIC", 0, 0, NULL, -1, ""},
-    {"retry_count", "RDMX_RETRY_COUNT", 0, 0, NULL, -1, ""},
-    {"rnr_retry", "RDMX_RNR_RETRY", 0, 0, NULL, -1, ""},
-    {"srq", "RDMX_SRQ", 0, 0, NULL, -1, ""},
-    {"verbose", "RDMX_VERBOSE", 0, 0, NULL, -1, ""},
-};
-#define MTL_RDMX_NPARAMS (sizeof(mtl_rdmx_params) / sizeof(mtl_rdmx_params[0]))
+/* Allocated once at registration and kept: the MCA variables use it as their storage
+ * until Open MPI deregisters them, which it does after mca_close_component. */
+static mtl_rdmx_param_t* mtl_rdmx_params = NULL;
+static size_t mtl_rdmx_nparams = 0;
 
 static int mtl_rdmx_priority = MTL_RDMX_DEFAULT_PRIORITY;
 static int mtl_rdmx_priority_index = -1;
-static char mtl_rdmx_fabric_default[64] = "auto";
 
 static mtl_rdmx_param_t* mtl_rdmx_param(const char* setting) {
-  for (size_t i = 0; i < MTL_RDMX_NPARAMS; ++i)
-    if (0 == strcmp(mtl_rdmx_params[i].setting, setting)) return &mtl_rdmx_params[i];
+  for (size_t i = 0; i < mtl_rdmx_nparams; ++i)
+    if (0 == strcmp(mtl_rdmx_params[i].desc.name, setting)) return &mtl_rdmx_params[i];
   return NULL;
 }
 
-/* Fills each parameter's default and help from rdmx's own list of settings, one line
- * each: "NAME default VALUE description (accepted values)". */
-static void mtl_rdmx_load_defaults(void) {
-  char* text = NULL;
-  size_t len = 0;
-  FILE* f = open_memstream(&text, &len);
-  if (NULL == f) return;
-  rdmx_print_settings(f);
-  fclose(f);
-  for (char* line = strtok(text, "\n"); NULL != line; line = strtok(NULL, "\n")) {
-    char name[64], def[64];
-    int used = 0;
-    if (2 != sscanf(line, "%63s default %63s %n", name, def, &used) || 0 == used) continue;
-    mtl_rdmx_param_t* p = mtl_rdmx_param(name);
-    if (NULL == p) continue;
-    if (p->is_string) {
-      snprintf(mtl_rdmx_fabric_default, sizeof mtl_rdmx_fabric_default, "%s", def);
-    } else {
-      p->int_value = atoi(def);
+/* The value a user gave, as rdmx reads it. */
+static const char* mtl_rdmx_param_text(const mtl_rdmx_param_t* p) {
+  if (RDMX_SETTING_CHOICE == p->desc.type) return p->desc.choices[p->enum_value];
+  return p->string_value ? p->string_value : "";
+}
+
+static int mtl_rdmx_register_param(mtl_rdmx_param_t* p) {
+  const rdmx_setting_desc_t* d = &p->desc;
+  snprintf(p->help, sizeof p->help, "%s. Accepted: %s. Default: %s. Sets %s", d->help, d->accepted,
+           d->default_text[0] ? d->default_text : "\"\"", d->name);
+  if (RDMX_SETTING_CHOICE == d->type) {
+    size_t n = 0;
+    while (d->choices[n]) ++n;
+    p->enum_values = calloc(n + 1, sizeof *p->enum_values);
+    if (NULL == p->enum_values) return OMPI_ERR_OUT_OF_RESOURCE;
+    p->enum_value = 0;
+    for (size_t i = 0; i < n; ++i) {
+      p->enum_values[i].value = (int)i;
+      p->enum_values[i].string = d->choices[i];
+      if (0 == strcmp(d->choices[i], d->default_text)) p->enum_value = (int)i;
     }
-    snprintf(p->help, sizeof p->help, "Sets %s: %s", name, line + used);
+    char enum_name[96];
+    snprintf(enum_name, sizeof enum_name, "mtl_rdmx_%s", d->key);
+    mca_base_var_enum_t* values = NULL;
+    int ret = mca_base_var_enum_create(enum_name, p->enum_values, &values);
+    if (OPAL_SUCCESS != ret) return ret;
+    p->index = mca_base_component_var_register(&mca_mtl_rdmx_component.mtl_version, d->key, p->help,
+                                               MCA_BASE_VAR_TYPE_INT, values, 0, 0, OPAL_INFO_LVL_3,
+                                               MCA_BASE_VAR_SCOPE_READONLY, &p->enum_value);
+    OBJ_RELEASE(values);
+  } else {
+    p->string_value = (char*)d->default_text; /* Open MPI keeps its own copy */
+    p->index = mca_base_component_var_register(
+        &mca_mtl_rdmx_component.mtl_version, d->key, p->help, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0,
+        OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &p->string_value);
   }
-  free(text);
+  return p->index < 0 ? p->index : OMPI_SUCCESS;
 }
 
 static int mtl_rdmx_component_register(void) {
-  mtl_rdmx_load_defaults();
   mtl_rdmx_priority = MTL_RDMX_DEFAULT_PRIORITY;
   mtl_rdmx_priority_index = mca_base_component_var_register(
       &mca_mtl_rdmx_component.mtl_version, "priority",
@@ -115,19 +123,18 @@ static int mtl_rdmx_component_register(void) {
       "(--mca pml cm --mca mtl rdmx) or when this is raised",
       MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
       &mtl_rdmx_priority);
-  for (size_t i = 0; i < MTL_RDMX_NPARAMS; ++i) {
-    mtl_rdmx_param_t* p = &mtl_rdmx_params[i];
-    if ('\0' == p->help[0]) snprintf(p->help, sizeof p->help, "Sets %s", p->setting);
-    if (p->is_string) {
-      p->string_value = mtl_rdmx_fabric_default;
-      p->index = mca_base_component_var_register(
-          &mca_mtl_rdmx_component.mtl_version, p->name, p->help, MCA_BASE_VAR_TYPE_STRING, NULL, 0,
-          0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY, &p->string_value);
-    } else {
-      p->index = mca_base_component_var_register(
-          &mca_mtl_rdmx_component.mtl_version, p->name, p->help, MCA_BASE_VAR_TYPE_INT, NULL, 0, 0,
-          OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &p->int_value);
-    }
+  size_t count = rdmx_setting_count();
+  if (NULL == mtl_rdmx_params) mtl_rdmx_params = calloc(count, sizeof *mtl_rdmx_params);
+  if (NULL == mtl_rdmx_params) return OMPI_ERR_OUT_OF_RESOURCE;
+  mtl_rdmx_nparams = 0;
+  for (size_t i = 0; i < count; ++i) {
+    mtl_rdmx_param_t* p = &mtl_rdmx_params[mtl_rdmx_nparams];
+    p->index = -1;
+    if (RDMX_OK != rdmx_setting_get(i, &p->desc)) continue;
+    if (p->desc.flags & RDMX_SETTING_STANDALONE) continue; /* rdmx_init_bootstrap only */
+    int ret = mtl_rdmx_register_param(p);
+    if (OMPI_SUCCESS != ret) return ret;
+    ++mtl_rdmx_nparams;
   }
   return OMPI_SUCCESS;
 }
@@ -187,68 +194,67 @@ static void mtl_rdmx_add_help_dir(void) {
   opal_show_help_add_dir(dir);
 }
 
-/* "RDMX_X=v,..." for the parameters the user set; NULL with *bad set if a value cannot
- * be passed on. */
-static char* mtl_rdmx_settings_string(mtl_rdmx_param_t** bad) {
-  size_t cap = 64, len = 0;
-  char* out = calloc(1, cap);
-  if (NULL == out) return NULL;
-  for (size_t i = 0; i < MTL_RDMX_NPARAMS; ++i) {
+/* The parameters the user set, for rdmx_init; NULL with *bad set if rdmx refuses one. */
+static rdmx_settings_t* mtl_rdmx_settings(mtl_rdmx_param_t** bad) {
+  rdmx_settings_t* s = NULL;
+  if (RDMX_OK != rdmx_settings_create(&s)) return NULL;
+  for (size_t i = 0; i < mtl_rdmx_nparams; ++i) {
     mtl_rdmx_param_t* p = &mtl_rdmx_params[i];
     if (!mtl_rdmx_user_set(p->index)) continue;
-    char item[320];
-    if (p->is_string) {
-      const char* v = p->string_value ? p->string_value : "";
-      if (strchr(v, ',') || strlen(v) > 256) {
-        *bad = p;
-        free(out);
-        return NULL;
-      }
-      snprintf(item, sizeof item, "%s%s=%s", len ? "," : "", p->setting, v);
-    } else {
-      snprintf(item, sizeof item, "%s%s=%d", len ? "," : "", p->setting, p->int_value);
+    if (RDMX_OK != rdmx_settings_set(s, p->desc.name, mtl_rdmx_param_text(p))) {
+      *bad = p;
+      rdmx_settings_free(s);
+      return NULL;
     }
-    size_t n = strlen(item);
-    if (len + n + 1 > cap) {
-      cap = 2 * (len + n + 1);
-      char* grown = realloc(out, cap);
-      if (NULL == grown) {
-        free(out);
-        return NULL;
-      }
-      out = grown;
-    }
-    memcpy(out + len, item, n + 1);
-    len += n;
   }
-  return out;
+  return s;
 }
 
 static void mtl_rdmx_show_param_help(const mtl_rdmx_param_t* p, const char* why) {
-  char value[64];
-  if (p->is_string)
-    snprintf(value, sizeof value, "%s", p->string_value ? p->string_value : "");
-  else
-    snprintf(value, sizeof value, "%d", p->int_value);
   char mca_name[96];
-  snprintf(mca_name, sizeof mca_name, "mtl_rdmx_%s", p->name);
-  opal_show_help(MTL_RDMX_HELP_FILE, "bad parameter", true, mca_name, value, why,
+  snprintf(mca_name, sizeof mca_name, "mtl_rdmx_%s", p->desc.key);
+  opal_show_help(MTL_RDMX_HELP_FILE, "bad parameter", true, mca_name, mtl_rdmx_param_text(p), why,
                  ompi_process_info.nodename);
 }
 
 /* rdmx_init failed: name the MCA parameter if one of ours caused it. */
 static void mtl_rdmx_report_init_failure(int rc) {
   const char* why = rdmx_last_error(NULL);
-  for (size_t i = 0; i < MTL_RDMX_NPARAMS; ++i) {
+  for (size_t i = 0; i < mtl_rdmx_nparams; ++i) {
     const mtl_rdmx_param_t* p = &mtl_rdmx_params[i];
-    size_t n = strlen(p->setting);
-    if (mtl_rdmx_user_set(p->index) && 0 == strncmp(why, p->setting, n) && '=' == why[n]) {
+    size_t n = strlen(p->desc.name);
+    if (mtl_rdmx_user_set(p->index) && 0 == strncmp(why, p->desc.name, n) && '=' == why[n]) {
       mtl_rdmx_show_param_help(p, why);
       return;
     }
   }
   opal_show_help(MTL_RDMX_HELP_FILE, "init failed", true, ompi_process_info.nodename,
                  (int)ompi_proc_local()->super.proc_name.vpid, rdmx_strerror(rc), why);
+}
+
+/* rdmx's log lines go to this component's opal_output stream: errors and warnings
+ * always (rdmx produces warnings only when asked, or for a misspelt RDMX_* variable),
+ * connections and debug lines at the stream's verbosity. */
+static void mtl_rdmx_log(int level, int32_t rank, const char* line, void* user) {
+  int output = *(const int*)user;
+  static const char* const names[] = {"error", "warning", "info", "debug"};
+  const char* name = level >= 0 && level <= 3 ? names[level] : "log";
+  if (level <= 1)
+    opal_output(output, "rdmx[%d] %s: %s", (int)rank, name, line);
+  else
+    opal_output_verbose(level, output, "rdmx[%d] %s: %s", (int)rank, name, line);
+}
+
+/* The stream's verbosity: mtl_rdmx_verbose where set, else RDMX_VERBOSE (which rdmx
+ * reads too), else 0. rdmx refuses a value that is not a number from 0 to 3. */
+static int mtl_rdmx_verbosity(void) {
+  const mtl_rdmx_param_t* p = mtl_rdmx_param("RDMX_VERBOSE");
+  const char* text = NULL;
+  if (NULL != p && mtl_rdmx_user_set(p->index))
+    text = mtl_rdmx_param_text(p);
+  else
+    text = getenv("RDMX_VERBOSE");
+  return NULL != text ? atoi(text) : 0;
 }
 
 static int mtl_rdmx_publish_address(void) {
@@ -278,21 +284,18 @@ static bool mtl_rdmx_processor_shared(void) {
   return *(const bool*)value;
 }
 
-/* Unless the user chose (RDMX_IDLE), waiting ranks sleep on the fabric only where the
- * processor is shared: over libfabric the wait object costs every message ~1 us. */
-static char* mtl_rdmx_add_idle_setting(char* settings) {
-  const char* chosen = getenv("RDMX_IDLE");
-  if (chosen) {
-    ompi_mtl_rdmx.sleep_when_idle = 0 == strcmp(chosen, "sleep");
-    return settings;
+/* Unless the user chose (mtl_rdmx_idle or RDMX_IDLE), waiting ranks sleep on the fabric
+ * only where the processor is shared: over libfabric tcp the wait object costs every
+ * message about 1 us. */
+static void mtl_rdmx_choose_idle(rdmx_settings_t* s) {
+  const mtl_rdmx_param_t* p = mtl_rdmx_param("RDMX_IDLE");
+  const char* chosen =
+      p && mtl_rdmx_user_set(p->index) ? mtl_rdmx_param_text(p) : getenv("RDMX_IDLE");
+  if (NULL == chosen) {
+    chosen = mtl_rdmx_processor_shared() ? "sleep" : "spin";
+    if (RDMX_OK != rdmx_settings_set(s, "RDMX_IDLE", chosen)) chosen = "sleep";
   }
-  ompi_mtl_rdmx.sleep_when_idle = mtl_rdmx_processor_shared();
-  const char* item = ompi_mtl_rdmx.sleep_when_idle ? "RDMX_IDLE=sleep" : "RDMX_IDLE=spin";
-  size_t len = strlen(settings), n = strlen(item);
-  char* grown = realloc(settings, len + n + 2);
-  if (NULL == grown) return settings;
-  snprintf(grown + len, n + 2, "%s%s", len ? "," : "", item);
-  return grown;
+  ompi_mtl_rdmx.sleep_when_idle = 0 == strcmp(chosen, "sleep");
 }
 
 static mca_mtl_base_module_t* mtl_rdmx_component_init(bool enable_progress_threads,
@@ -301,15 +304,16 @@ static mca_mtl_base_module_t* mtl_rdmx_component_init(bool enable_progress_threa
   mtl_rdmx_module_t* m = &ompi_mtl_rdmx;
   mtl_rdmx_add_help_dir();
   m->output = opal_output_open(NULL);
-  opal_output_set_verbosity(m->output, mtl_rdmx_param("RDMX_VERBOSE")->int_value);
+  opal_output_set_verbosity(m->output, mtl_rdmx_verbosity());
+  rdmx_set_log_handler(mtl_rdmx_log, &m->output);
 
   mtl_rdmx_param_t* bad = NULL;
-  char* settings = mtl_rdmx_settings_string(&bad);
+  rdmx_settings_t* settings = mtl_rdmx_settings(&bad);
   if (NULL == settings) {
-    if (bad) mtl_rdmx_show_param_help(bad, "the value must not contain ',' (at most 256 bytes)");
+    if (bad) mtl_rdmx_show_param_help(bad, rdmx_last_error(NULL));
     return NULL;
   }
-  settings = mtl_rdmx_add_idle_setting(settings);
+  mtl_rdmx_choose_idle(settings);
 
   const opal_process_name_t* me = &ompi_proc_local()->super.proc_name;
   rdmx_init_params_t params;
@@ -322,10 +326,9 @@ static mca_mtl_base_module_t* mtl_rdmx_component_init(bool enable_progress_threa
   m->rank = params.rank;
   m->size = params.size;
   m->jobid = me->jobid;
-  opal_output_verbose(2, m->output, "mtl rdmx: rdmx_init rank %d of %d, settings \"%s\"", m->rank,
-                      m->size, settings);
+  opal_output_verbose(2, m->output, "mtl rdmx: rdmx_init rank %d of %d", m->rank, m->size);
   int rc = rdmx_init(&params, &m->ctx);
-  free(settings);
+  rdmx_settings_free(settings);
   if (RDMX_OK != rc) {
     mtl_rdmx_report_init_failure(rc);
     m->ctx = NULL;

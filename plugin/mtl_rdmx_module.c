@@ -73,6 +73,7 @@ static int mtl_rdmx_finalize(struct mca_mtl_base_module_t* mtl) {
   free(m->peer_added);
   m->peer_added = NULL;
   OBJ_DESTRUCT(&m->lock);
+  rdmx_set_log_handler(NULL, NULL); /* the stream it writes to closes next */
   if (m->output >= 0) opal_output_close(m->output);
   m->output = -1;
   return mtl_rdmx_error(rc);

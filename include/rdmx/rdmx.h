@@ -69,13 +69,69 @@ typedef void (*rdmx_completion_fn)(rdmx_request_t* req, const rdmx_status_info_t
 /* Send flags. */
 #define RDMX_SEND_SYNC 0x1u /* complete only once the receiver has matched the message */
 
+/* Settings. Every RDMX_* setting is declared once inside rdmx; these calls describe
+ * them (for tools, documentation and MPI parameters) and set them without text joined
+ * by hand. A value comes from, last one winning: the declared default, the RDMX_*
+ * environment variable, an rdmx_settings_t given to rdmx_init, rdmx_init_params.fabric. */
+typedef enum rdmx_setting_type {
+  RDMX_SETTING_INT = 0,    /* an integer from min to max, written in plain decimal digits */
+  RDMX_SETTING_CHOICE = 1, /* one of choices */
+  RDMX_SETTING_TEXT = 2    /* text; some settings check its form (see accepted) */
+} rdmx_setting_type_t;
+
+/* rdmx_setting_desc_t.flags */
+#define RDMX_SETTING_STANDALONE 0x1u /* read by rdmx_init_bootstrap only, not by rdmx_init */
+#define RDMX_SETTING_NO_DEFAULT 0x2u /* unset unless given (default_text is "") */
+
+typedef struct rdmx_setting_desc {
+  const char* name;           /* the environment variable: "RDMX_EAGER_LIMIT" */
+  const char* key;            /* lower case, without "RDMX_": "eager_limit" */
+  rdmx_setting_type_t type;   /* how a value is read */
+  int64_t default_int;        /* INT: the default */
+  const char* default_text;   /* the default as text ("8192", "auto"; "" for none) */
+  int64_t min, max;           /* INT: the accepted range, inclusive */
+  const char* const* choices; /* CHOICE: the accepted values, NULL-terminated; else NULL */
+  const char* accepted;       /* what a value must be, in words */
+  const char* help;           /* one line: what the setting does */
+  const char* owner;          /* the part that reads it: core, bootstrap, loopback, verbs, ofi */
+  uint32_t flags;             /* RDMX_SETTING_* */
+} rdmx_setting_desc_t;
+
+/* Every setting this rdmx declares (the same in every build, whatever backends it has). */
+RDMX_API size_t rdmx_setting_count(void);
+/* Fills desc with setting i (0 <= i < rdmx_setting_count()); the strings are static. */
+RDMX_API int rdmx_setting_get(size_t i, rdmx_setting_desc_t* desc);
+/* Fills desc with the setting called name ("RDMX_SRQ"); RDMX_ERR_INVALID if none is. */
+RDMX_API int rdmx_setting_find(const char* name, rdmx_setting_desc_t* desc);
+
+/* Values for some settings, handed to rdmx_init over the environment. Each value is
+ * checked when it is set: RDMX_ERR_INVALID with rdmx_last_error(NULL) naming the setting,
+ * the value and what is accepted. */
+typedef struct rdmx_settings rdmx_settings_t;
+RDMX_API int rdmx_settings_create(rdmx_settings_t** settings);
+RDMX_API void rdmx_settings_free(rdmx_settings_t* settings);
+/* A value as text, read as the environment variable would be ("8192", "ofi"). */
+RDMX_API int rdmx_settings_set(rdmx_settings_t* settings, const char* name, const char* value);
+/* An INT setting's value. */
+RDMX_API int rdmx_settings_set_int(rdmx_settings_t* settings, const char* name, int64_t value);
+
 typedef struct rdmx_init_params {
-  int32_t rank;         /* this process's rank, 0..size-1 */
-  int32_t size;         /* number of ranks */
-  const char* fabric;   /* NULL: RDMX_FABRIC, else "auto"; or loopback|verbs|ofi */
-  uint64_t job_key;     /* shared by all ranks of a job; 0: none checked */
-  const char* settings; /* NULL, or "RDMX_X=v,RDMX_Y=w": applied over the environment */
+  int32_t rank;                    /* this process's rank, 0..size-1 */
+  int32_t size;                    /* number of ranks */
+  const char* fabric;              /* NULL: RDMX_FABRIC, else "auto"; or loopback|verbs|ofi */
+  uint64_t job_key;                /* shared by all ranks of a job; 0: none checked */
+  const rdmx_settings_t* settings; /* NULL, or values applied over the environment; the
+                                      caller keeps it (rdmx_init only reads it) */
 } rdmx_init_params_t;
+
+/* Log lines. rdmx writes its log (errors, and more with RDMX_VERBOSE) to stderr unless a
+ * handler is set; a host with its own log (an MPI library) takes them instead. level:
+ * 0 error, 1 warning, 2 connections, 3 debug; rank: this process's rank, or -1 before
+ * it is known; line: the message, without a prefix or newline. Process-wide; the handler
+ * may be called from any thread that calls into rdmx, and must not call rdmx. NULL
+ * restores stderr. */
+typedef void (*rdmx_log_fn)(int level, int32_t rank, const char* line, void* user);
+RDMX_API void rdmx_set_log_handler(rdmx_log_fn fn, void* user);
 
 /* Counters for tests, tools and benchmarks. */
 typedef struct rdmx_stats {
@@ -143,10 +199,11 @@ RDMX_API int rdmx_get_stats(rdmx_context_t* ctx, rdmx_stats_t* stats);
 RDMX_API const char* rdmx_fabric_name(rdmx_context_t* ctx);
 RDMX_API const char* rdmx_strerror(int status);
 /* The last error's explanation in words (peer, cause), or "" if none. With a NULL
- * context: why the last rdmx_init on this thread failed. */
+ * context: why the last rdmx_init or rdmx_settings_set* on this thread failed. */
 RDMX_API const char* rdmx_last_error(rdmx_context_t* ctx);
 
-/* Every RDMX_* setting with its default and a one-line description, one per line. */
+/* Every RDMX_* setting with its default and a one-line description, one per line (the
+ * descriptors above, as text). */
 RDMX_API void rdmx_print_settings(void* file /* FILE* */);
 
 #ifdef __cplusplus

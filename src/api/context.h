@@ -49,5 +49,7 @@ std::string resolve_auto_fabric(std::string& why);
 // Records why an initialisation failed (for rdmx_last_error(NULL)), logs it, and
 // returns code.
 int report_init_failure(int code, const std::string& why);
+// Records why a call failed, for rdmx_last_error(NULL), without logging it.
+void remember_init_error(const std::string& why);
 
 }  // namespace rdmx

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "api/context.h"
+#include "api/settings_object.h"
 #include "core/log.h"
 #include "core/settings.h"
 #include "engine/request.h"
@@ -25,26 +26,6 @@ int init_failed(int code, const std::string& why) {
   t_init_error = why;
   rdmx::log_message(rdmx::LogLevel::Error, -1, "rdmx_init: %s", why.c_str());
   return code;
-}
-
-// Applies "NAME=value,NAME=value" over s.
-bool apply_settings_string(rdmx::Settings& s, const char* text, std::string& err) {
-  std::string all(text);
-  size_t pos = 0;
-  while (pos <= all.size()) {
-    size_t end = all.find(',', pos);
-    if (end == std::string::npos) end = all.size();
-    std::string item = all.substr(pos, end - pos);
-    pos = end + 1;
-    if (item.empty()) continue;
-    size_t eq = item.find('=');
-    if (eq == std::string::npos) {
-      err = "setting '" + item + "' is not of the form RDMX_NAME=value";
-      return false;
-    }
-    if (!s.set(item.substr(0, eq), item.substr(eq + 1), err)) return false;
-  }
-  return true;
 }
 
 std::unique_ptr<rdmx::Context> make_context(const std::string& fabric, std::string& why) {
@@ -76,6 +57,8 @@ int guarded(Fn&& fn) {
 
 int rdmx::report_init_failure(int code, const std::string& why) { return init_failed(code, why); }
 
+void rdmx::remember_init_error(const std::string& why) { t_init_error = why; }
+
 extern "C" {
 
 int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** out) {
@@ -85,7 +68,7 @@ int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** out) {
     rdmx::Settings s;
     std::string err;
     if (!s.load_from_env(err)) return init_failed(RDMX_ERR_INVALID, err);
-    if (params->settings && !apply_settings_string(s, params->settings, err))
+    if (params->settings && !params->settings->apply_to(s, err))
       return init_failed(RDMX_ERR_INVALID, err);
     if (params->fabric && !s.set("RDMX_FABRIC", params->fabric, err))
       return init_failed(RDMX_ERR_INVALID, err);
@@ -252,10 +235,6 @@ const char* rdmx_strerror(int status) {
     case RDMX_ERR_UNSUPPORTED: return "not supported";
   }
   return "unknown rdmx status";
-}
-
-void rdmx_print_settings(void* file) {
-  rdmx::Settings::print_all(file ? static_cast<std::FILE*>(file) : stdout);
 }
 
 }  // extern "C"

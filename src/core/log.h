@@ -1,5 +1,6 @@
-// Logging to stderr, tagged with the rank; an error is logged once, where it is
-// first understood, with the peer and the cause in words.
+// Logging, tagged with the rank: to the host's handler (rdmx_set_log_handler) where one
+// is set, else to stderr. An error is logged once, where it is first understood, with
+// the peer and the cause in words.
 #pragma once
 
 #include <cstdint>

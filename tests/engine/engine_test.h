@@ -19,8 +19,8 @@ class EngineTest : public ::testing::TestWithParam<std::string> {
     std::string why = backend_unavailable(GetParam());
     if (!why.empty()) GTEST_SKIP() << "SKIPPED backend " << GetParam() << ": " << why;
   }
-  void run(int n, const std::function<void(Rank&)>& body, const std::string& settings = "",
-           const std::function<std::string(int)>& settings_for = nullptr) {
+  void run(int n, const std::function<void(Rank&)>& body, const SettingList& settings = {},
+           const std::function<SettingList(int)>& settings_for = nullptr) {
     run_world(GetParam(), n, body, settings, settings_for);
   }
 };

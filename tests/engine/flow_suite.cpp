@@ -52,7 +52,7 @@ TEST_P(EngineTest, CreditExhaustionWithSlowReceiver) {
           }
         }
       },
-      "RDMX_CREDITS=4");
+      SettingList{{"RDMX_CREDITS", "4"}});
 }
 
 // Small sends complete at once, and only one in a few asks the fabric for a completion:

@@ -39,7 +39,7 @@ TEST_P(EngineTest, EagerRendezvousCrossover) {
           r.barrier();
         }
       },
-      "RDMX_EAGER_LIMIT=1024");
+      SettingList{{"RDMX_EAGER_LIMIT", "1024"}});
 }
 
 // Ranks 0 and 2 would send up to 64 KiB eagerly, rank 1 only 8 KiB: every link agrees
@@ -88,7 +88,10 @@ TEST_P(EngineTest, DifferentEagerLimitsAgreeOnTheSmaller) {
         if (r.rank == 1) recv_all(2);
         r.barrier();
       },
-      "", [](int rank) { return "RDMX_EAGER_LIMIT=" + std::to_string(rank == 1 ? 8192 : 65536); });
+      {},
+      [](int rank) {
+        return SettingList{{"RDMX_EAGER_LIMIT", rank == 1 ? "8192" : "65536"}};
+      });
 }
 
 TEST_P(EngineTest, ChunkedReadsStayWithinInitiatorDepth) {
@@ -119,11 +122,10 @@ TEST_P(EngineTest, ChunkedReadsStayWithinInitiatorDepth) {
             EXPECT_EQ(s.max_reads_outstanding, uint64_t(depth)) << "the window was not used";
           }
         },
-        "RDMX_RNDV_CHUNK=4096,RDMX_EAGER_LIMIT=4096",
+        SettingList{{"RDMX_RNDV_CHUNK", "4096"}, {"RDMX_EAGER_LIMIT", "4096"}},
         [depth](int rank) {
           // Only one side caps: the negotiated depth is the minimum of both sides.
-          return rank == 1 ? "RDMX_MAX_RD_ATOMIC=" + std::to_string(depth)
-                           : std::string("RDMX_MAX_RD_ATOMIC=64");
+          return SettingList{{"RDMX_MAX_RD_ATOMIC", rank == 1 ? std::to_string(depth) : "64"}};
         });
   }
 }

@@ -51,13 +51,14 @@ bool wait_release(int fd, rdmx_context_t* ctx) {
   return read_all(fd, &c, 1);
 }
 
-[[noreturn]] void child(int rank, int n, const std::string& fabric, const std::string& settings,
+[[noreturn]] void child(int rank, int n, const std::string& fabric, const SettingList& settings,
                         int to_parent, int from_parent, const std::function<void(Rank&)>& body) {
   Rank me;
   me.rank = rank;
   me.size = n;
-  rdmx_init_params_t p{rank, n, fabric.c_str(), 0x5eed, settings.c_str()};
-  int rc = rdmx_init(&p, &me.ctx);
+  OwnedSettings owned(settings);
+  rdmx_init_params_t p{rank, n, fabric.c_str(), 0x5eed, owned.get()};
+  int rc = owned.error().empty() ? rdmx_init(&p, &me.ctx) : RDMX_ERR_INVALID;
   std::vector<uint8_t> addr;
   if (rc == RDMX_OK) {
     addr = address_of(me.ctx);
@@ -90,7 +91,7 @@ bool wait_release(int fd, rdmx_context_t* ctx) {
 }  // namespace
 
 void run_processes(int n, const std::string& fabric,
-                   const std::function<std::string(int)>& settings,
+                   const std::function<SettingList(int)>& settings,
                    const std::function<void(Rank&)>& body, int timeout_s) {
   std::vector<pid_t> pids;
   std::vector<int> up(static_cast<size_t>(n)), down(static_cast<size_t>(n));

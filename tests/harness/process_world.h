@@ -8,9 +8,9 @@
 
 namespace rdmx::test {
 
-// settings(rank): the "RDMX_X=v,..." string for that rank.
+// settings(rank): that rank's settings.
 void run_processes(int n, const std::string& fabric,
-                   const std::function<std::string(int)>& settings,
+                   const std::function<SettingList(int)>& settings,
                    const std::function<void(Rank&)>& body, int timeout_s = 300);
 
 }  // namespace rdmx::test

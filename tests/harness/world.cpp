@@ -68,8 +68,8 @@ class ProgressBarrier {
   std::atomic<int> gen_{0};
 };
 
-void run_threads(int n, const std::function<void(Rank&)>& body, const std::string& settings,
-                 const std::function<std::string(int)>& settings_for) {
+void run_threads(int n, const std::function<void(Rank&)>& body, const SettingList& settings,
+                 const std::function<SettingList(int)>& settings_for) {
   std::vector<Rank> ranks(static_cast<size_t>(n));
   std::vector<std::vector<uint8_t>> addrs(static_cast<size_t>(n));
   ProgressBarrier setup(n), done(n);
@@ -80,10 +80,9 @@ void run_threads(int n, const std::function<void(Rank&)>& body, const std::strin
       Rank& me = ranks[size_t(r)];
       me.rank = r;
       me.size = n;
-      std::string s = settings;
-      if (settings_for) s += "," + settings_for(r);
-      rdmx_init_params_t p{r, n, "loopback", 42, s.c_str()};
-      int rc = rdmx_init(&p, &me.ctx);
+      OwnedSettings owned(settings_for ? settings + settings_for(r) : settings);
+      rdmx_init_params_t p{r, n, "loopback", 42, owned.get()};
+      int rc = owned.error().empty() ? rdmx_init(&p, &me.ctx) : RDMX_ERR_INVALID;
       if (rc != RDMX_OK) {
         ADD_FAILURE() << "rank " << r << ": rdmx_init: " << rdmx_last_error(nullptr);
         ok = false;
@@ -110,18 +109,18 @@ void run_threads(int n, const std::function<void(Rank&)>& body, const std::strin
 // A backend name is a fabric and, for libfabric, a provider.
 struct BackendSpec {
   std::string fabric;
-  std::string settings;
+  SettingList settings;
   bool processes;
 };
 
 BackendSpec spec_of(const std::string& backend) {
-  if (backend == "loopback") return {"loopback", "", false};
-  if (backend == "loopback-srq") return {"loopback", "RDMX_SRQ=1", false};
-  if (backend == "ofi-tcp") return {"ofi", "RDMX_OFI_PROVIDER=tcp", true};
-  if (backend == "ofi-verbs") return {"ofi", "RDMX_OFI_PROVIDER=verbs", true};
-  if (backend == "verbs") return {"verbs", "", true};
-  if (backend == "verbs-srq") return {"verbs", "RDMX_SRQ=1", true};
-  return {"", "", false};
+  if (backend == "loopback") return {"loopback", {}, false};
+  if (backend == "loopback-srq") return {"loopback", {{"RDMX_SRQ", "1"}}, false};
+  if (backend == "ofi-tcp") return {"ofi", {{"RDMX_OFI_PROVIDER", "tcp"}}, true};
+  if (backend == "ofi-verbs") return {"ofi", {{"RDMX_OFI_PROVIDER", "verbs"}}, true};
+  if (backend == "verbs") return {"verbs", {}, true};
+  if (backend == "verbs-srq") return {"verbs", {{"RDMX_SRQ", "1"}}, true};
+  return {"", {}, false};
 }
 
 std::string probe_backend(const std::string& backend) {
@@ -131,7 +130,7 @@ std::string probe_backend(const std::string& backend) {
   return probe_init(s.fabric, s.settings);
 }
 
-std::string probe_init(const std::string& fabric, const std::string& settings) {
+std::string probe_init(const std::string& fabric, const SettingList& settings) {
   // Ask the library itself: a one-rank context either comes up or says why not. It
   // runs in a child process: a device opened here would be inherited by every rank
   // forked later, and the kernel refuses verbs commands from any process but the one
@@ -144,10 +143,13 @@ std::string probe_init(const std::string& fabric, const std::string& settings) {
   if (pid < 0) return "fork() failed for the backend probe";
   if (pid == 0) {
     ::close(fds[0]);
-    rdmx_init_params_t p{0, 1, fabric.c_str(), 0, settings.c_str()};
+    OwnedSettings owned(settings);
+    rdmx_init_params_t p{0, 1, fabric.c_str(), 0, owned.get()};
     rdmx_context_t* ctx = nullptr;
-    std::string why;
-    if (rdmx_init(&p, &ctx) != RDMX_OK)
+    std::string why = owned.error();
+    if (!why.empty())
+      ;
+    else if (rdmx_init(&p, &ctx) != RDMX_OK)
       why = rdmx_last_error(nullptr);
     else
       rdmx_finalize(ctx);
@@ -176,15 +178,13 @@ std::string backend_unavailable(const std::string& backend) {
 }
 
 void run_world(const std::string& backend, int n, const std::function<void(Rank&)>& body,
-               const std::string& settings, const std::function<std::string(int)>& settings_for) {
+               const SettingList& settings, const std::function<SettingList(int)>& settings_for) {
   BackendSpec s = spec_of(backend);
-  if (!s.processes) return run_threads(n, body, s.settings + "," + settings, settings_for);
+  if (!s.processes) return run_threads(n, body, s.settings + settings, settings_for);
   run_processes(
       n, s.fabric,
       [&](int r) {
-        std::string all = s.settings + "," + settings;
-        if (settings_for) all += "," + settings_for(r);
-        return all;
+        return s.settings + settings + (settings_for ? settings_for(r) : SettingList{});
       },
       body);
 }

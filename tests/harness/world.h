@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/setting_list.h"
 #include "rdmx/rdmx.h"
 
 namespace rdmx::test {
@@ -32,18 +33,18 @@ struct Backend {
   std::string name;  // loopback, ofi-tcp, verbs
 };
 
-// Runs body on n ranks; settings: extra "RDMX_X=v,..." for every rank (or a function of
-// the rank, via settings_for).
+// Runs body on n ranks; settings: extra settings for every rank (and for one rank, from
+// settings_for).
 void run_world(const std::string& backend, int n, const std::function<void(Rank&)>& body,
-               const std::string& settings = "",
-               const std::function<std::string(int)>& settings_for = nullptr);
+               const SettingList& settings = {},
+               const std::function<SettingList(int)>& settings_for = nullptr);
 
 // The context's address, as rdmx_add_peer takes it.
 std::vector<uint8_t> address_of(rdmx_context_t* ctx);
 
 // Empty if rdmx_init(fabric, settings) succeeds for one rank, else the library's reason.
 // Probed in a child process, so no device stays open in the caller.
-std::string probe_init(const std::string& fabric, const std::string& settings);
+std::string probe_init(const std::string& fabric, const SettingList& settings);
 
 // Empty if the backend can run here, else why not (the test is skipped, loudly).
 std::string backend_unavailable(const std::string& backend);

@@ -47,7 +47,7 @@ TEST_F(LoopbackFaults, ConnectionDroppedMidRendezvousFailsEveryPendingRequest) {
         }
         EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
       },
-      "RDMX_RNDV_CHUNK=4096");
+      SettingList{{"RDMX_RNDV_CHUNK", "4096"}});
 }
 
 TEST_F(LoopbackFaults, DelayedCompletionsChangeNothing) {

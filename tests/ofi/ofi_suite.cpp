@@ -33,9 +33,10 @@ class OfiTcp : public ::testing::Test {
   }
 };
 
-rdmx_context_t* open_ctx(int rank, int size, uint64_t job_key, const std::string& extra = "") {
-  std::string s = "RDMX_OFI_PROVIDER=tcp," + extra;
-  rdmx_init_params_t p{rank, size, "ofi", job_key, s.c_str()};
+rdmx_context_t* open_ctx(int rank, int size, uint64_t job_key, const SettingList& extra = {}) {
+  OwnedSettings s(SettingList{{"RDMX_OFI_PROVIDER", "tcp"}} + extra);
+  EXPECT_EQ(s.error(), "");
+  rdmx_init_params_t p{rank, size, "ofi", job_key, s.get()};
   rdmx_context_t* ctx = nullptr;
   EXPECT_EQ(rdmx_init(&p, &ctx), RDMX_OK) << rdmx_last_error(nullptr);
   return ctx;
@@ -129,7 +130,8 @@ TEST_F(OfiTcp, AnAddressOfAnotherFabricIsRefusedClearly) {
 // rank 0, receives one from it, tells the parent once it is reading, and then just
 // progresses until it is killed.
 [[noreturn]] void doomed_rank(int to_parent, int from_parent, size_t size) {
-  rdmx_context_t* c = open_ctx(1, 2, 99, "RDMX_RNDV_CHUNK=4096,RDMX_MAX_RD_ATOMIC=1");
+  rdmx_context_t* c =
+      open_ctx(1, 2, 99, {{"RDMX_RNDV_CHUNK", "4096"}, {"RDMX_MAX_RD_ATOMIC", "1"}});
   if (!c) _exit(2);
   std::vector<uint8_t> peer;
   if (!send_address(to_parent, c) || !read_address(from_parent, peer)) _exit(3);
@@ -173,7 +175,8 @@ TEST_F(OfiTcp, PeerKilledMidRendezvousFailsPendingRequestsInBoundedTime) {
     }
   } reaper{pid};
 
-  rdmx_context_t* c = open_ctx(0, 2, 99, "RDMX_RNDV_CHUNK=4096,RDMX_MAX_RD_ATOMIC=1");
+  rdmx_context_t* c =
+      open_ctx(0, 2, 99, {{"RDMX_RNDV_CHUNK", "4096"}, {"RDMX_MAX_RD_ATOMIC", "1"}});
   ASSERT_TRUE(c);
   std::vector<uint8_t> peer;
   ASSERT_TRUE(read_address(up[0], peer));

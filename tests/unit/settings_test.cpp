@@ -20,8 +20,33 @@ TEST(Settings, RejectsOutOfRangeValuesWithTheAcceptedRange) {
   EXPECT_NE(err.find("one of auto|loopback|verbs|ofi"), std::string::npos);
   EXPECT_FALSE(s.set("RDMX_NO_SUCH", "1", err));
   EXPECT_TRUE(s.set("RDMX_RNR_RETRY", "-1", err));
-  EXPECT_TRUE(s.set("RDMX_EAGER_LIMIT", "0x1000", err));
+  EXPECT_TRUE(s.set("RDMX_EAGER_LIMIT", "4096", err));
   EXPECT_EQ(s.eager_limit, 4096u);
+}
+
+TEST(Settings, NumbersArePlainDecimalDigits) {
+  Settings s;
+  std::string err;
+  for (const char* v :
+       {"0x10", " 5", "5 ", "+5", "5k", "", "1e3", "0b1", "--1", "18446744073709551617"}) {
+    EXPECT_FALSE(s.set("RDMX_EAGER_LIMIT", v, err)) << "'" << v << "'";
+    EXPECT_EQ(err, std::string("RDMX_EAGER_LIMIT='") + v +
+                       "' is not accepted: expected an integer from 0 to 1048576");
+  }
+  EXPECT_EQ(s.eager_limit, 8192u) << "a refused value changed the setting";
+  EXPECT_FALSE(s.set("RDMX_RNR_RETRY", "- 1", err));
+  EXPECT_TRUE(s.set("RDMX_EAGER_LIMIT", "010", err));  // leading zeros are still decimal
+  EXPECT_EQ(s.eager_limit, 10u);
+}
+
+TEST(Settings, StartAtTheDeclaredDefaults) {
+  Settings s;
+  EXPECT_EQ(s.fabric, "auto");
+  EXPECT_EQ(s.eager_limit, 8192u);
+  EXPECT_EQ(s.rndv_chunk, 1u << 20);
+  EXPECT_EQ(s.rnr_retry, -1);
+  EXPECT_EQ(s.rank, -1);  // unset
+  EXPECT_EQ(s.bootstrap, "");
 }
 
 TEST(Settings, RnrRetryFollowsTheReceiveModel) {
@@ -41,13 +66,11 @@ TEST(Settings, InitStopsOnAnInvalidEnvironmentValue) {
   EXPECT_EQ(c, nullptr);
   EXPECT_STREQ(rdmx_last_error(nullptr),
                "RDMX_MAX_RD_ATOMIC='300' is not accepted: expected an integer from 1 to 255");
-  unsetenv("RDMX_MAX_RD_ATOMIC");
-  p.settings = "RDMX_SRQ=2";
+  setenv("RDMX_MAX_RD_ATOMIC", "0x10", 1);
   EXPECT_EQ(rdmx_init(&p, &c), RDMX_ERR_INVALID);
-  EXPECT_NE(std::string(rdmx_last_error(nullptr)).find("RDMX_SRQ='2'"), std::string::npos);
-  p.settings = "RDMX_SRQ=0,RDMX_CREDITS=8";
-  ASSERT_EQ(rdmx_init(&p, &c), RDMX_OK);
-  rdmx_finalize(c);
+  EXPECT_NE(std::string(rdmx_last_error(nullptr)).find("RDMX_MAX_RD_ATOMIC='0x10'"),
+            std::string::npos);
+  unsetenv("RDMX_MAX_RD_ATOMIC");
 }
 
 TEST(Settings, InvalidRankOrSizeIsNamed) {
@@ -55,6 +78,24 @@ TEST(Settings, InvalidRankOrSizeIsNamed) {
   rdmx_context_t* c = nullptr;
   EXPECT_EQ(rdmx_init(&p, &c), RDMX_ERR_INVALID);
   EXPECT_NE(std::string(rdmx_last_error(nullptr)).find("rank 3 of size 2"), std::string::npos);
+}
+
+TEST(Settings, MisspeltNamesAreNamedWithTheClosestSetting) {
+  const char* env[] = {"RDMX_EAGERLIMIT=5", "RDMX_CREDIT=8",    "RDMX_EAGER=1", "RDMX_SRQ=1",
+                       "RDMX_VM_DEV0=rxe0", "RDMX_BUILDDIR=/b", "PATH=/bin",    nullptr};
+  auto w = misspelt_settings(env);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[0],
+            "RDMX_EAGERLIMIT is set but is not an rdmx setting; did you mean RDMX_EAGER_LIMIT?");
+  EXPECT_NE(w[1].find("did you mean RDMX_CREDITS?"), std::string::npos) << w[1];
+  EXPECT_NE(w[2].find("did you mean RDMX_EAGER_LIMIT?"), std::string::npos) << w[2];
+  const char* env2[] = {"RDMX_BOOTSTRAP_TIMEOUT=5", nullptr};
+  EXPECT_NE(misspelt_settings(env2).at(0).find("did you mean RDMX_BOOTSTRAP_TIMEOUT_MS?"),
+            std::string::npos);
+  Settings s;
+  std::string err;
+  EXPECT_FALSE(s.set("RDMX_RNDV_CHUNKS", "4096", err));
+  EXPECT_EQ(err, "unknown setting 'RDMX_RNDV_CHUNKS' (did you mean RDMX_RNDV_CHUNK?)");
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ struct Pair {
   verbs::Conn* bc = nullptr;
   bool b_shared = false;  // b posts to its shared receive queue instead
 
-  bool open(const std::string& a_settings = "", const std::string& b_settings = "",
+  bool open(const SettingList& a_settings = {}, const SettingList& b_settings = {},
             bool b_srq = false) {
     b_shared = b_srq;
     std::string err;
@@ -65,7 +65,7 @@ int send_bytes(RawEnd& e, verbs::Conn* c, uint64_t v, uint64_t wr) {
 TEST_F(VerbsCm, ReadDepthsAreLoweredByThePassiveSide) {
   in_child([] {
     Pair p;
-    ASSERT_TRUE(p.open("RDMX_MAX_RD_ATOMIC=9", "RDMX_MAX_RD_ATOMIC=3"));
+    ASSERT_TRUE(p.open({{"RDMX_MAX_RD_ATOMIC", "9"}}, {{"RDMX_MAX_RD_ATOMIC", "3"}}));
     ASSERT_TRUE(p.connect(4));
     EXPECT_EQ(p.a_attrs().initiator_depth, 3u);
     EXPECT_EQ(p.a_attrs().responder_resources, 3u);
@@ -82,7 +82,7 @@ TEST_F(VerbsCm, ReadDepthsAreLoweredByThePassiveSide) {
 TEST_F(VerbsCm, FlowControlIsExchangedAndReported) {
   in_child([] {
     Pair p;
-    ASSERT_TRUE(p.open("RDMX_FLOW_CONTROL=1", "RDMX_FLOW_CONTROL=0"));
+    ASSERT_TRUE(p.open({{"RDMX_FLOW_CONTROL", "1"}}, {{"RDMX_FLOW_CONTROL", "0"}}));
     ASSERT_TRUE(p.connect(4));
     EXPECT_FALSE(p.a_attrs().flow_control) << "a reports what b declared";
     EXPECT_TRUE(p.b_attrs().flow_control) << "b reports what a declared";
@@ -92,7 +92,7 @@ TEST_F(VerbsCm, FlowControlIsExchangedAndReported) {
 TEST_F(VerbsCm, RnrWithoutRetrySurfacesAsAnError) {
   in_child([] {
     Pair p;
-    ASSERT_TRUE(p.open("RDMX_RNR_RETRY=0", "RDMX_RNR_RETRY=0"));
+    ASSERT_TRUE(p.open({{"RDMX_RNR_RETRY", "0"}}, {{"RDMX_RNR_RETRY", "0"}}));
     ASSERT_TRUE(p.connect(0));  // b posts no receive
     EXPECT_EQ(p.a_attrs().rnr_retry, 0);
     auto t0 = Clock::now();
@@ -113,7 +113,8 @@ TEST_F(VerbsCm, RnrRetryCountIsTheReceiversToGive) {
   in_child([] {
     // b asks its peer to retry forever (7): a's send waits until b posts a receive.
     Pair p;
-    ASSERT_TRUE(p.open("RDMX_RNR_RETRY=0", "RDMX_RNR_RETRY=7,RDMX_RETRY_COUNT=5"));
+    ASSERT_TRUE(
+        p.open({{"RDMX_RNR_RETRY", "0"}}, {{"RDMX_RNR_RETRY", "7"}, {"RDMX_RETRY_COUNT", "5"}}));
     ASSERT_TRUE(p.connect(0));
     EXPECT_EQ(p.a_attrs().rnr_retry, 7);
     EXPECT_EQ(p.b_attrs().rnr_retry, 0);
@@ -193,7 +194,7 @@ TEST_F(VerbsCm, TeardownWithWorkPostedDoesNotHang) {
 TEST_F(VerbsCm, SharedReceiveQueueNamesTheConnection) {
   in_child([] {
     Pair p;
-    ASSERT_TRUE(p.open("", "RDMX_SRQ=1", true));
+    ASSERT_TRUE(p.open({}, {{"RDMX_SRQ", "1"}}, true));
     ASSERT_TRUE(p.connect(0));
     EXPECT_TRUE(p.b_attrs().srq);
     EXPECT_EQ(p.a_attrs().rnr_retry, 7) << "a shared queue can run dry: the peer retries";
@@ -215,7 +216,7 @@ TEST_F(VerbsCm, SharedReceiveQueueNeedsACallerThatPostsToIt) {
   in_child([] {
     RawEnd e;
     std::string err;
-    EXPECT_EQ(e.open("RDMX_SRQ=1", false, &err), RDMX_ERR_UNSUPPORTED);
+    EXPECT_EQ(e.open({{"RDMX_SRQ", "1"}}, false, &err), RDMX_ERR_UNSUPPORTED);
     EXPECT_NE(err.find("RDMX_SRQ=1"), std::string::npos) << err;
   });
 }

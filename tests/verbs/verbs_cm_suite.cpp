@@ -306,8 +306,8 @@ TEST_F(VerbsCm, ConnectingWhereNobodyListensFailsFast) {
 
 class VerbsWorld : public VerbsCm {
  protected:
-  void run(int n, const std::function<void(Rank&)>& body, const std::string& settings = "",
-           const std::function<std::string(int)>& settings_for = nullptr) {
+  void run(int n, const std::function<void(Rank&)>& body, const SettingList& settings = {},
+           const std::function<SettingList(int)>& settings_for = nullptr) {
     run_world("verbs", n, body, settings, settings_for);
   }
 };
@@ -361,13 +361,15 @@ TEST_F(VerbsWorld, NegotiatedReadDepthIsTheMinimumOfBothSides) {
           EXPECT_EQ(s.rdma_reads, 256u);
           r.barrier();
         },
-        "RDMX_RNDV_CHUNK=4096",
-        [d0, d1](int rank) { return "RDMX_MAX_RD_ATOMIC=" + std::to_string(rank ? d1 : d0); });
+        SettingList{{"RDMX_RNDV_CHUNK", "4096"}},
+        [d0, d1](int rank) {
+          return SettingList{{"RDMX_MAX_RD_ATOMIC", std::to_string(rank ? d1 : d0)}};
+        });
   }
 }
 
 TEST_F(VerbsWorld, SharedReceiveQueueCarriesEagerAndRendezvous) {
-  std::string why = init_error("RDMX_SRQ=1");
+  std::string why = init_error({{"RDMX_SRQ", "1"}});
   if (!why.empty()) GTEST_SKIP() << "SKIPPED: RDMX_SRQ=1 does not come up: " << why;
   run(
       2,
@@ -390,18 +392,18 @@ TEST_F(VerbsWorld, SharedReceiveQueueCarriesEagerAndRendezvous) {
         EXPECT_TRUE(check(got.data(), got.size(), uint64_t(peer)));
         r.barrier();
       },
-      "RDMX_SRQ=1");
+      SettingList{{"RDMX_SRQ", "1"}});
 }
 
 TEST_F(VerbsCm, TheDeviceCanBeChosenByNameOrAddress) {
-  std::string why = init_error("RDMX_VERBS_DEVICE=nosuchdev7");
+  std::string why = init_error({{"RDMX_VERBS_DEVICE", "nosuchdev7"}});
   EXPECT_NE(why.find("RDMX_VERBS_DEVICE=nosuchdev7"), std::string::npos) << why;
   EXPECT_NE(why.find("devices here"), std::string::npos) << why;
   const char* dev = std::getenv("RDMX_VM_DEV0");
   const char* ip = std::getenv("RDMX_VM_ADDR0");
   if (!dev || !ip) GTEST_SKIP() << "SKIPPED: choosing by name needs the VM's RDMX_VM_DEV0";
-  EXPECT_EQ(init_error(std::string("RDMX_VERBS_DEVICE=") + dev), "");
-  EXPECT_EQ(init_error(std::string("RDMX_VERBS_DEVICE=") + ip), "");
+  EXPECT_EQ(init_error({{"RDMX_VERBS_DEVICE", dev}}), "");
+  EXPECT_EQ(init_error({{"RDMX_VERBS_DEVICE", ip}}), "");
 }
 
 // Ranks on two hosts of the multi-host VM (tests/vm/vm-run --hosts 2): traffic leaves
@@ -467,8 +469,10 @@ TEST_F(VerbsMultiHost, RanksOnTwoHostsTalkAcrossTheBridge) {
         EXPECT_TRUE(check(in.data(), in.size(), uint64_t(peer)));
         r.barrier();
       },
-      "RDMX_RNDV_CHUNK=65536,RDMX_MAX_RD_ATOMIC=4",
-      [](int rank) { return "RDMX_VERBS_DEVICE=" + dev(rank); });
+      SettingList{{"RDMX_RNDV_CHUNK", "65536"}, {"RDMX_MAX_RD_ATOMIC", "4"}},
+      [](int rank) {
+        return SettingList{{"RDMX_VERBS_DEVICE", dev(rank)}};
+      });
   std::printf("across the bridge: %.1f s, %llu retransmission events\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
               static_cast<unsigned long long>(retries() - retries0));
@@ -486,7 +490,7 @@ TEST_F(VerbsCm, PeerKilledMidRendezvousFailsTheSurvivorQuickly) {
   ASSERT_EQ(::pipe(ready), 0);
   constexpr size_t kLen = 64 << 20;
   auto child = [&](int rank) {
-    rdmx_context_t* ctx = verbs_context(rank, 2, kJob, "RDMX_RNDV_CHUNK=65536");
+    rdmx_context_t* ctx = verbs_context(rank, 2, kJob, {{"RDMX_RNDV_CHUNK", "65536"}});
     std::vector<uint8_t> a = ctx ? address_of(ctx) : std::vector<uint8_t>();
     uint32_t len = uint32_t(a.size());
     // One write, so that the two children's messages cannot interleave.

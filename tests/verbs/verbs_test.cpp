@@ -36,7 +36,7 @@ void in_child(const std::function<void()>& body, int timeout_s) {
       << "the test body failed in its child process (its output is above), status " << st;
 }
 
-std::string init_error(const std::string& settings) { return probe_init("verbs", settings); }
+std::string init_error(const SettingList& settings) { return probe_init("verbs", settings); }
 
 size_t Recorder::count(Kind k) const {
   size_t n = 0;
@@ -105,18 +105,12 @@ void Recorder::on_wr_error(void* u, uint64_t wr, fabric::Failure f, const char* 
   events.push_back(std::move(e));
 }
 
-int RawEnd::open(const std::string& settings, bool srq_ok, std::string* err_out) {
+int RawEnd::open(const SettingList& settings, bool srq_ok, std::string* err_out) {
   Settings s;
   std::string err;
-  size_t pos = 0;
-  while (pos < settings.size()) {
-    size_t end = settings.find(',', pos);
-    if (end == std::string::npos) end = settings.size();
-    std::string item = settings.substr(pos, end - pos);
-    pos = end + 1;
-    size_t eq = item.find('=');
-    if (eq == std::string::npos || !s.set(item.substr(0, eq), item.substr(eq + 1), err)) {
-      ADD_FAILURE() << "bad test setting '" << item << "': " << err;
+  for (const auto& [name, value] : settings) {
+    if (!s.set(name, value, err)) {
+      ADD_FAILURE() << "bad test setting " << name << "='" << value << "': " << err;
       return RDMX_ERR_INVALID;
     }
   }
@@ -170,8 +164,10 @@ wire::Header header(wire::Type t, int32_t source, uint32_t seq) {
 }
 
 rdmx_context_t* verbs_context(int32_t rank, int32_t size, uint64_t job,
-                              const std::string& settings) {
-  rdmx_init_params_t p{rank, size, "verbs", job, settings.c_str()};
+                              const SettingList& settings) {
+  OwnedSettings owned(settings);
+  EXPECT_EQ(owned.error(), "");
+  rdmx_init_params_t p{rank, size, "verbs", job, owned.get()};
   rdmx_context_t* ctx = nullptr;
   int rc = rdmx_init(&p, &ctx);
   EXPECT_EQ(rc, RDMX_OK) << rdmx_last_error(nullptr);

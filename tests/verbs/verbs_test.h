@@ -34,7 +34,7 @@ class VerbsCm : public ::testing::Test {
 void in_child(const std::function<void()>& body, int timeout_s = 120);
 // Why a one-rank verbs context with these settings does not come up ("" if it does),
 // found out in a child process.
-std::string init_error(const std::string& settings);
+std::string init_error(const SettingList& settings);
 
 // Everything a backend reports, in order.
 struct Recorder {
@@ -80,8 +80,8 @@ struct RawEnd {
   std::vector<uint8_t> mem = std::vector<uint8_t>(kBufs * kBufSize);
   verbs::Fabric::Region region;
 
-  // settings: "RDMX_X=v,..." over the defaults. srq_ok: declare shared receives.
-  int open(const std::string& settings = "", bool srq_ok = false, std::string* err = nullptr);
+  // settings: over the defaults. srq_ok: declare shared receives.
+  int open(const SettingList& settings = {}, bool srq_ok = false, std::string* err = nullptr);
   std::vector<uint8_t> address() const;
   uint8_t* buf(uint32_t i) { return mem.data() + i * kBufSize; }
   void post_recvs(verbs::Conn* c, uint32_t n);
@@ -100,6 +100,6 @@ wire::Header header(wire::Type t, int32_t source, uint32_t seq);
 
 // A context of the verbs fabric in this process (rank of size, job key).
 rdmx_context_t* verbs_context(int32_t rank, int32_t size, uint64_t job,
-                              const std::string& settings = "");
+                              const SettingList& settings = {});
 
 }  // namespace rdmx::test

@@ -1,0 +1,104 @@
+// The engine's settings: fabric choice, protocol sizes, connection parameters, logging.
+#include "core/setting_decl.h"
+
+namespace rdmx {
+namespace {
+
+constexpr int64_t kGiB = int64_t(1) << 30;
+constexpr const char* kFabrics[] = {"auto", "loopback", "verbs", "ofi", nullptr};
+constexpr const char* kIdle[] = {"sleep", "spin", nullptr};
+
+constexpr SettingDecl kDecls[] = {
+    {.name = "RDMX_FABRIC",
+     .type = RDMX_SETTING_CHOICE,
+     .def_text = "auto",
+     .choices = kFabrics,
+     .help = "fabric backend: auto = verbs if an RDMA device exists, else libfabric tcp",
+     .store_text = store_text<&Settings::fabric>},
+    {.name = "RDMX_EAGER_LIMIT",
+     .type = RDMX_SETTING_INT,
+     .def = 8192,
+     .min = 0,
+     .max = 1 << 20,
+     .help = "largest message (bytes) sent eagerly through bounce buffers; larger ones use "
+             "rendezvous",
+     .store_int = store_int<&Settings::eager_limit>},
+    {.name = "RDMX_RNDV_CHUNK",
+     .type = RDMX_SETTING_INT,
+     .def = 1 << 20,
+     .min = 4096,
+     .max = kGiB,
+     .help = "bytes per RDMA READ in the rendezvous protocol",
+     .store_int = store_int<&Settings::rndv_chunk>},
+    {.name = "RDMX_CREDITS",
+     .type = RDMX_SETTING_INT,
+     .def = 64,
+     .min = 4,
+     .max = 4096,
+     .help = "receive buffers posted per connection (the sender's credit window)",
+     .store_int = store_int<&Settings::credits>},
+    {.name = "RDMX_MAX_RD_ATOMIC",
+     .type = RDMX_SETTING_INT,
+     .def = 16,
+     .min = 1,
+     .max = 255,
+     .help = "cap on the negotiated initiator depth / responder resources (RDMA READs in flight)",
+     .store_int = store_int<&Settings::max_rd_atomic>},
+    {.name = "RDMX_RETRY_COUNT",
+     .type = RDMX_SETTING_INT,
+     .def = 7,
+     .min = 0,
+     .max = 7,
+     .help = "transport retries after a timeout (rdma_conn_param.retry_count)",
+     .store_int = store_int<&Settings::retry_count>},
+    {.name = "RDMX_RNR_RETRY",
+     .type = RDMX_SETTING_INT,
+     .def = -1,
+     .min = -1,
+     .max = 7,
+     .help = "receiver-not-ready retries; -1 = 0 with per-connection credits, 7 with RDMX_SRQ=1 "
+             "(7 = forever)",
+     .store_int = store_int<&Settings::rnr_retry>},
+    {.name = "RDMX_FLOW_CONTROL",
+     .type = RDMX_SETTING_INT,
+     .def = 1,
+     .min = 0,
+     .max = 1,
+     .help = "rdma_conn_param.flow_control, exchanged with the peer and reported",
+     .store_int = store_int<&Settings::flow_control>},
+    {.name = "RDMX_SRQ",
+     .type = RDMX_SETTING_INT,
+     .def = 0,
+     .min = 0,
+     .max = 1,
+     .help = "1 = one shared receive queue per device instead of per-connection receives",
+     .store_int = store_int<&Settings::srq>},
+    {.name = "RDMX_CONNECT_TIMEOUT_MS",
+     .type = RDMX_SETTING_INT,
+     .def = 30000,
+     .min = 100,
+     .max = 3600000,
+     .help = "how long a connection attempt may take before its sends fail",
+     .store_int = store_int<&Settings::connect_timeout_ms>},
+    {.name = "RDMX_VERBOSE",
+     .type = RDMX_SETTING_INT,
+     .def = 0,
+     .min = 0,
+     .max = 3,
+     .help = "log level: 0 errors, 1 warnings, 2 connections, 3 debug",
+     .store_int = store_int<&Settings::verbose>},
+    {.name = "RDMX_IDLE",
+     .type = RDMX_SETTING_CHOICE,
+     .def_text = "sleep",
+     .choices = kIdle,
+     .help = "what rdmx_wait does once nothing has happened for 50 us: sleep on the fabric's "
+             "wait object, or keep polling (over libfabric tcp the wait object costs about 1 us "
+             "per message); the Open MPI component picks spin unless the processor is shared",
+     .store_text = store_text<&Settings::idle>},
+};
+
+}  // namespace
+
+extern const SettingGroup kCoreSettings{"core", kDecls};
+
+}  // namespace rdmx

@@ -1,0 +1,21 @@
+// The verbs backend's settings. Built in every configuration (it needs nothing from
+// rdma-core), so every build documents and accepts the same settings.
+#include "core/setting_decl.h"
+
+namespace rdmx {
+namespace {
+
+constexpr SettingDecl kDecls[] = {
+    {.name = "RDMX_VERBS_DEVICE",
+     .type = RDMX_SETTING_TEXT,
+     .def_text = "",
+     .help = "verbs fabric: the RDMA device (e.g. mlx5_0, rxe1) or the IP address to use; "
+             "empty = the first device with an IP address",
+     .store_text = store_text<&Settings::verbs_device>},
+};
+
+}  // namespace
+
+extern const SettingGroup kVerbsSettings{"verbs", kDecls};
+
+}  // namespace rdmx
