@@ -59,7 +59,7 @@ typedef struct mtl_rdmx_module {
   mtl_rdmx_request_t* done_tail;
   int output;             /* opal_output stream, verbosity mtl_rdmx_verbose */
   uint64_t idle_since_ns; /* progress found nothing since then (0: it found something) */
-  bool sleep_when_idle;   /* RDMX_IDLE=sleep: chosen, or the processor is shared */
+  bool sleep_when_idle;   /* RDMX_IDLE=sleep */
 } mtl_rdmx_module_t;
 
 extern mtl_rdmx_module_t ompi_mtl_rdmx;

@@ -97,12 +97,10 @@ static uint64_t mtl_rdmx_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Progress found nothing. Where the processor is shared (RDMX_IDLE=sleep, by default
- * when Open MPI yields when idle: mpi_yield_when_idle, or more processes than cores), a
- * process that has found nothing for MTL_RDMX_SPIN_NS sleeps on the fabric for up to a
- * millisecond, instead of only yielding, so that the processes with work get the
- * processor. Not with MPI_THREAD_MULTIPLE: the sleep holds the lock every rdmx call
- * takes. */
+/* Progress found nothing. With RDMX_IDLE=sleep (mtl_rdmx_idle), a process that has
+ * found nothing for MTL_RDMX_SPIN_NS sleeps on the fabric for up to a millisecond, so
+ * that other programs get the processor. Not with MPI_THREAD_MULTIPLE: the sleep holds
+ * the lock every rdmx call takes. */
 #define MTL_RDMX_SPIN_NS 50000u
 static void mtl_rdmx_idle(void) {
   if (!M->sleep_when_idle || ompi_mpi_thread_multiple) return;

@@ -93,7 +93,7 @@ constexpr SettingDecl kDecls[] = {
      .choices = kIdle,
      .help = "what rdmx_wait does once nothing has happened for 50 us: sleep on the fabric's "
              "wait object, or keep polling (over libfabric tcp the wait object costs about 1 us "
-             "per message); the Open MPI component picks spin unless the processor is shared",
+             "per message); the Open MPI component polls unless this says sleep",
      .store_text = store_text<&Settings::idle>},
 };
 

@@ -1,7 +1,6 @@
-/* A rank that waits for a late message while Open MPI is told the processor is shared
- * (mpi_yield_when_idle, as when there are more processes than cores) must sleep, not
- * spin: rank 1 waits in MPI_Recv (and then in MPI_Wait) for messages rank 0 sends
- * 400 ms late, and may spend at most a third of that time on the processor. */
+/* A rank told to sleep when idle (mtl_rdmx_idle=sleep) must not spin while it waits for
+ * a late message: rank 1 waits in MPI_Recv (and then in MPI_Wait) for messages rank 0
+ * sends 400 ms late, and may spend at most a third of that time on the processor. */
 #include <time.h>
 #include <unistd.h>
 
@@ -19,7 +18,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
   CHECK(nprocs == 2, "runs on exactly 2 ranks, got %d", nprocs);
-  SECTION("a rank waiting for a late message sleeps (mpi_yield_when_idle)");
+  SECTION("a rank waiting for a late message sleeps (mtl_rdmx_idle=sleep)");
   int v = 0;
   CHECK_MPI(MPI_Sendrecv_replace(&v, 1, MPI_INT, 1 - rank, 0, 1 - rank, 0, MPI_COMM_WORLD,
                                  MPI_STATUS_IGNORE)); /* connected */
