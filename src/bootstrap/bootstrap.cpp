@@ -1,11 +1,13 @@
 #include "bootstrap/bootstrap.h"
 
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <cstring>
 #include <random>
 
+#include "bootstrap/bootstrap_lobby.h"
 #include "rdmx/rdmx.h"
 
 namespace rdmx::bootstrap {
@@ -25,6 +27,27 @@ std::string list_ranks(const std::vector<int32_t>& v) {
   }
   if (shown < v.size()) s += " and " + std::to_string(v.size() - shown) + " more";
   return s;
+}
+
+// Rank 0 holds a connection to every other rank: make sure it may, raising its soft
+// limit on open files up to the hard one if needed.
+bool enough_descriptors(int32_t size, std::string& err) {
+  constexpr rlim_t kSpare = 64;  // for the fabric, the listener and strangers
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return true;
+  rlim_t need = rlim_t(size) + kSpare;
+  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need) {
+    rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max == RLIM_INFINITY ? need : std::min(need, lim.rlim_max);
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < need) {
+    err = "rank 0 needs about " + std::to_string(need) +
+          " open files for RDMX_SIZE=" + std::to_string(size) + " but may open only " +
+          std::to_string(lim.rlim_cur) + " (raise it with ulimit -n)";
+    return false;
+  }
+  return true;
 }
 
 uint64_t random_job_key() {
@@ -119,54 +142,20 @@ int Bootstrap::join(const Config& c, uint64_t& job_key, std::string& err) {
     err = "rank 0 " + err + " (RDMX_BOOTSTRAP=" + where() + ")";
     return RDMX_ERR_UNREACHABLE;
   }
+  if (!enough_descriptors(cfg_.size, err)) return RDMX_ERR_NO_MEMORY;
   ranks_.resize(size_t(cfg_.size));
-  std::vector<Socket> unknown;  // accepted, not yet introduced
-  int32_t joined = 1;
-  while (joined < cfg_.size) {
-    std::vector<pollfd> fds{{listener_.fd(), POLLIN, 0}};
-    for (auto& s : unknown) fds.push_back({s.fd(), POLLIN, 0});
-    int left = int(std::max<int64_t>(
-        0, std::chrono::duration_cast<std::chrono::milliseconds>(d - Clock::now()).count()));
-    if (left == 0 || ::poll(fds.data(), fds.size(), left) == 0) {
-      std::vector<int32_t> missing;
-      for (int32_t r = 1; r < cfg_.size; ++r)
-        if (!ranks_[size_t(r)]) missing.push_back(r);
-      return fail_all(RDMX_ERR_TIMEOUT,
-                      "timed out after " + std::to_string(cfg_.timeout_ms) +
-                          " ms (RDMX_BOOTSTRAP_TIMEOUT_MS) waiting for rank" +
-                          (missing.size() > 1 ? "s " : " ") + list_ranks(missing) + " of " +
-                          std::to_string(cfg_.size) + " to connect to rank 0 at " + where(),
-                      err);
-    }
-    if (fds[0].revents & POLLIN) {
-      int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd >= 0) unknown.emplace_back(fd);
-    }
-    for (size_t i = fds.size() - 1; i >= 1; --i) {
-      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      Socket s = std::move(unknown[i - 1]);
-      unknown.erase(unknown.begin() + long(i - 1));
-      Frame f;
-      std::string why;
-      if (!recv_frame(s.fd(), f, Clock::now() + std::chrono::seconds(5), why) ||
-          f.type != FrameType::Join)
-        continue;  // not a rank of this job: ignore it
-      if (f.size != cfg_.size) {
-        std::string text = "rank " + std::to_string(f.rank) +
-                           " has RDMX_SIZE=" + std::to_string(f.size) +
-                           " but rank 0 has RDMX_SIZE=" + std::to_string(cfg_.size);
-        ranks_.push_back(std::move(s));  // it hears the reason too
-        return fail_all(RDMX_ERR_INVALID, text, err);
-      }
-      if (f.rank < 1 || f.rank >= cfg_.size || ranks_[size_t(f.rank)]) {
-        std::string text = "a second process claims rank " + std::to_string(f.rank) +
-                           " (check RDMX_RANK: every rank needs its own)";
-        ranks_.push_back(std::move(s));  // it hears the reason too
-        return fail_all(RDMX_ERR_INVALID, text, err);
-      }
-      ranks_[size_t(f.rank)] = std::move(s);
-      ++joined;
-    }
+  Lobby lobby(cfg_.size, listener_);
+  if (!lobby.fill(ranks_, d)) {
+    std::vector<int32_t> missing;
+    for (int32_t r = 1; r < cfg_.size; ++r)
+      if (!ranks_[size_t(r)]) missing.push_back(r);
+    return fail_all(RDMX_ERR_TIMEOUT,
+                    "timed out after " + std::to_string(cfg_.timeout_ms) +
+                        " ms (RDMX_BOOTSTRAP_TIMEOUT_MS) waiting for rank" +
+                        (missing.size() > 1 ? "s " : " ") + list_ranks(missing) + " of " +
+                        std::to_string(cfg_.size) + " to connect to rank 0 at " + where() +
+                        lobby.turned_away(),
+                    err);
   }
   listener_.reset();
   job_key = random_job_key();

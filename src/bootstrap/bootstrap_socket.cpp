@@ -27,6 +27,8 @@ struct FrameHeader {
   uint32_t len;
 };
 
+static_assert(sizeof(FrameHeader) == kJoinBytes);
+
 int ms_left(Deadline d) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(d - Clock::now()).count();
   return left <= 0 ? 0 : left > 1000000 ? 1000000 : int(left);
@@ -229,6 +231,28 @@ bool recv_frame(int fd, Frame& out, Deadline d, std::string& err) {
   out.size = h.size;
   out.payload.resize(h.len);
   return h.len == 0 || recv_all(fd, out.payload.data(), h.len, d, err);
+}
+
+}  // namespace rdmx::bootstrap
+
+namespace rdmx::bootstrap {
+
+bool decode_join(const uint8_t (&bytes)[kJoinBytes], int32_t& rank, int32_t& size,
+                 std::string& why) {
+  FrameHeader h{};
+  std::memcpy(&h, bytes, sizeof h);
+  if (h.magic != kFrameMagic) {
+    why = "not an rdmx bootstrap message";
+    return false;
+  }
+  if (h.type != uint16_t(FrameType::Join) || h.len != 0) {
+    why = "not a join (message type " + std::to_string(h.type) + ", " + std::to_string(h.len) +
+          " bytes)";
+    return false;
+  }
+  rank = h.rank;
+  size = h.size;
+  return true;
 }
 
 }  // namespace rdmx::bootstrap

@@ -13,6 +13,10 @@ namespace rdmx::bootstrap {
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
 
+// Rank 0 holds one connection per rank: a job larger than this is for a launcher's own
+// bootstrap (mpirun, srun), not for rank 0's listener.
+inline constexpr int32_t kMaxRanks = 65536;
+
 class Socket {
  public:
   Socket() = default;
@@ -72,5 +76,11 @@ bool send_frame(int fd, FrameType t, int32_t rank, int32_t size, const void* dat
                 Deadline d, std::string& err);
 // False on error, end of stream or the deadline (err says which).
 bool recv_frame(int fd, Frame& out, Deadline d, std::string& err);
+
+// A Join frame is a bare header of this many bytes. decode_join checks one read from a
+// stranger: true with rank and size, or false with why in words.
+inline constexpr size_t kJoinBytes = 20;
+bool decode_join(const uint8_t (&bytes)[kJoinBytes], int32_t& rank, int32_t& size,
+                 std::string& why);
 
 }  // namespace rdmx::bootstrap

@@ -7,11 +7,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -116,16 +118,144 @@ TEST(Bootstrap, WithoutRankZeroTheOthersTimeOut) {
       << o.err;
 }
 
+// A rank started with the wrong RDMX_SIZE hears why at once; rank 0 keeps waiting for the
+// real rank 1 and, when it never comes, says what it turned away.
 TEST(Bootstrap, ASizeMismatchIsNamed) {
   uint16_t port = free_port();
   Outcome r0, r1;
-  std::thread a([&] { r1 = run_rank(config(1, 3, port, 5000)); });
-  r0 = run_rank(config(0, 2, port, 5000));
+  double r1_took = 0;
+  std::thread a([&] {
+    auto t = std::chrono::steady_clock::now();
+    r1 = run_rank(config(1, 3, port, 3000));
+    r1_took = seconds_since(t);
+  });
+  r0 = run_rank(config(0, 2, port, 1500));
   a.join();
-  EXPECT_EQ(r0.rc, RDMX_ERR_INVALID);
+  EXPECT_EQ(r0.rc, RDMX_ERR_TIMEOUT);
+  EXPECT_NE(r0.err.find("waiting for rank 1 of 2"), std::string::npos) << r0.err;
   EXPECT_NE(r0.err.find("rank 1 has RDMX_SIZE=3 but rank 0 has RDMX_SIZE=2"), std::string::npos)
       << r0.err;
+  EXPECT_NE(r1.rc, RDMX_OK);
   EXPECT_NE(r1.err.find("RDMX_SIZE=3"), std::string::npos) << r1.err;
+  EXPECT_LT(r1_took, 1.5) << "the misconfigured rank is told at once";
+}
+
+// A connection to rank 0 that is not one of its ranks, as a stranger would open.
+int raw_connect(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < 200; ++i) {
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // rank 0 may not listen yet
+  }
+  ::close(fd);
+  return -1;
+}
+
+// The bytes of a Join frame: magic "RXBS", type 1, rank, size, no payload.
+void send_join(int fd, int32_t rank, int32_t size, uint32_t magic = 0x53425852) {
+  uint8_t b[20] = {};
+  uint16_t type = 1;
+  std::memcpy(b, &magic, 4);
+  std::memcpy(b + 4, &type, 2);
+  std::memcpy(b + 8, &rank, 4);
+  std::memcpy(b + 12, &size, 4);
+  ASSERT_EQ(::send(fd, b, sizeof b, MSG_NOSIGNAL), ssize_t(sizeof b));
+}
+
+// Join frames with a wrong size, a rank out of range or taken, and bytes that are no
+// frame at all each cost the job nothing: the real ranks still start it.
+TEST(Bootstrap, AStrangersBadFramesCostTheJobNothing) {
+  uint16_t port = free_port();
+  Outcome r0, r1, r2;
+  std::thread t0([&] { r0 = run_rank(config(0, 3, port, 8000)); });
+  std::vector<int> strangers;
+  for (int k = 0; k < 5; ++k) strangers.push_back(raw_connect(port));
+  ASSERT_GE(strangers[0], 0);
+  send_join(strangers[0], 1, 99);         // wrong size
+  send_join(strangers[1], 7, 3);          // no such rank
+  send_join(strangers[2], 0, 3);          // rank 0 itself
+  send_join(strangers[3], 1, 3, 0x1234);  // not a bootstrap message
+  ASSERT_EQ(::send(strangers[4], "GET / HTTP/1.0\r\n\r\n", 18, MSG_NOSIGNAL), 18);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::thread t1([&] { r1 = run_rank(config(1, 3, port, 8000)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int late = raw_connect(port);  // claims rank 1, which has joined: turned away
+  send_join(late, 1, 3);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  r2 = run_rank(config(2, 3, port, 8000));
+  t1.join();
+  t0.join();
+  for (int fd : strangers) ::close(fd);
+  ::close(late);
+  for (Outcome* o : {&r0, &r1, &r2}) EXPECT_EQ(o->rc, RDMX_OK) << o->err;
+  EXPECT_EQ(r1.key, r0.key);
+  EXPECT_EQ(r2.key, r0.key);
+}
+
+// Connections that connect and then say nothing (or half a message) do not hold rank 0
+// up: the real ranks start the job long before those connections time out.
+TEST(Bootstrap, StalledConnectionsDoNotStallRankZero) {
+  uint16_t port = free_port();
+  Outcome r0, r1;
+  std::thread t0([&] { r0 = run_rank(config(0, 2, port, 20000)); });
+  std::vector<int> stalled;
+  for (int k = 0; k < 30; ++k) stalled.push_back(raw_connect(port));
+  ASSERT_EQ(::send(stalled[0], "RXBS", 4, MSG_NOSIGNAL), 4);  // half a header
+  auto start = std::chrono::steady_clock::now();
+  r1 = run_rank(config(1, 2, port, 20000));
+  t0.join();
+  double took = seconds_since(start);
+  for (int fd : stalled) ::close(fd);
+  EXPECT_EQ(r0.rc, RDMX_OK) << r0.err;
+  EXPECT_EQ(r1.rc, RDMX_OK) << r1.err;
+  EXPECT_LT(took, 3.0) << "30 silent connections held rank 0 up";
+}
+
+// With few file descriptors and 200 idle connections from elsewhere, rank 0 makes room
+// (dropping strangers) instead of spinning, and the job starts.
+TEST(Bootstrap, RunningOutOfDescriptorsCostsTheJobNothing) {
+  uint16_t port = free_port();
+  pid_t root = ::fork();
+  if (root == 0) {
+    rlimit lim{96, 96};
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+    Outcome o = run_rank(config(0, 2, port, 15000));
+    rusage ru{};
+    ::getrusage(RUSAGE_SELF, &ru);
+    double cpu = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                 1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+    if (o.rc != RDMX_OK) fprintf(stderr, "rank 0: %s\n", o.err.c_str());
+    ::_exit(o.rc != RDMX_OK ? 1 : cpu > 2.0 ? 2 : 0);
+  }
+  pid_t flood = ::fork();
+  if (flood == 0) {
+    std::vector<int> fds;
+    for (int k = 0; k < 200; ++k) fds.push_back(raw_connect(port));
+    ::sleep(4);
+    ::_exit(0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  Outcome r1 = run_rank(config(1, 2, port, 15000));
+  int status = 0;
+  ::waitpid(root, &status, 0);
+  ::kill(flood, SIGKILL);
+  ::waitpid(flood, nullptr, 0);
+  EXPECT_EQ(r1.rc, RDMX_OK) << r1.err;
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 2) << "rank 0 spun while out of descriptors";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(Bootstrap, AnImpossibleSizeFailsAtOnce) {
+  Settings s;
+  std::string err;
+  EXPECT_FALSE(s.set("RDMX_SIZE", "2147483647", err));
+  EXPECT_NE(err.find("RDMX_SIZE"), std::string::npos) << err;
+  EXPECT_NE(err.find("65536"), std::string::npos) << err;
 }
 
 TEST(Bootstrap, InvalidOrMissingVariablesAreNamed) {
