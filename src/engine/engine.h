@@ -3,7 +3,7 @@
 // endpoint. It is single-threaded: the caller serialises calls.
 //
 // The member functions are defined by concept in engine_*.h and instantiated once per
-// backend (fabric/<backend>/<backend>_engine.cpp).
+// backend, above both engine and fabric (api/<backend>_context.cpp).
 #pragma once
 
 #include <cstdint>
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "container/object_pool.h"
+#include "container/payload_pool.h"
 #include "core/aligned_buffer.h"
-#include "core/object_pool.h"
-#include "core/payload_pool.h"
 #include "core/settings.h"
 #include "engine/link.h"
 #include "engine/request.h"
@@ -26,8 +26,7 @@
 
 namespace rdmx::engine {
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 class Engine {
  public:
   using Req = Request<F>;

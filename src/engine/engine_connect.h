@@ -16,8 +16,7 @@ using protocol::CmKind;
 using protocol::CmMessage;
 using protocol::RejectReason;
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
   l.credit_window = uint32_t(settings_.credits);
   l.credit_threshold = std::max(1u, l.credit_window / 2);
@@ -47,8 +46,8 @@ bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
 }
 
 // What this side offers a peer in its connect or accept message.
-template <class F>
-requires fabric::Fabric<F> protocol::CmMessage Engine<F>::offer(protocol::CmKind kind, Link<F>& l) {
+template <fabric::Fabric F>
+protocol::CmMessage Engine<F>::offer(protocol::CmKind kind, Link<F>& l) {
   CmMessage m = protocol::make_cm(kind, job_key_, rank_, l.peer->rank);
   m.qp_num = fabric_.qp_num(l.conn);
   m.eager_limit = uint32_t(settings_.eager_limit);
@@ -62,8 +61,7 @@ requires fabric::Fabric<F> protocol::CmMessage Engine<F>::offer(protocol::CmKind
 // What the peer's connect or accept message lets this side do on the link. Each side
 // sends eagerly only up to the smaller of the two eager limits: the peer's receive
 // buffers are sized by its own.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::take_offer(Link<F>& l, const protocol::CmMessage& m) {
   l.credits = m.credits;
   l.ctrl_credits = m.ctrl_credits;
@@ -77,8 +75,7 @@ void Engine<F>::take_offer(Link<F>& l, const protocol::CmMessage& m) {
              static_cast<unsigned long long>(l.eager_limit));
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::connect_peer(Peer<F>& p) {
   if (p.address.empty()) {
     fail_peer(p, RDMX_ERR_UNREACHABLE,
@@ -107,8 +104,7 @@ void Engine<F>::connect_peer(Peer<F>& p) {
   RDMX_LOG(LogLevel::Info, rank_, "connecting to rank %d", p.rank);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* pdata, size_t len) {
   CmMessage m;
   std::string why;
@@ -176,8 +172,7 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
     fail_link(*p->link, rc, "accepting rank " + std::to_string(p->rank) + ": " + err);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const uint8_t* pdata,
                                size_t len) {
   auto* l = static_cast<Link<F>*>(user);
@@ -228,8 +223,7 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
   pump(p);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::on_rejected(void* user, const uint8_t* pdata, size_t len, const char* why) {
   auto* l = static_cast<Link<F>*>(user);
   if (l->state == Link<F>::State::Closed) return;  // a retired attempt: expected
@@ -248,8 +242,7 @@ void Engine<F>::on_rejected(void* user, const uint8_t* pdata, size_t len, const 
             "rank " + std::to_string(l->peer->rank) + " rejected the connection: " + text);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::retire(std::unique_ptr<Link<F>> l) {
   if (!l) return;
   if (l->state == Link<F>::State::Connecting) --connecting_;
@@ -257,8 +250,7 @@ void Engine<F>::retire(std::unique_ptr<Link<F>> l) {
   graveyard_.push_back(std::move(l));
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::check_connect_timeouts() {
   auto now = std::chrono::steady_clock::now();
   auto limit = std::chrono::milliseconds(settings_.connect_timeout_ms);

@@ -8,8 +8,7 @@
 
 namespace rdmx::engine {
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::on_wr_error(void* user, uint64_t wr, fabric::Failure f, const char* why) {
   auto* l = static_cast<Link<F>*>(user);
   switch (wr_kind(wr)) {
@@ -29,8 +28,7 @@ void Engine<F>::on_wr_error(void* user, uint64_t wr, fabric::Failure f, const ch
             "connection to rank " + std::to_string(l->peer->rank) + " failed: " + why);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::on_conn_error(void* user, fabric::Failure f, const char* why) {
   auto* l = static_cast<Link<F>*>(user);
   if (l->state == Link<F>::State::Closed) return;
@@ -41,8 +39,7 @@ void Engine<F>::on_conn_error(void* user, fabric::Failure f, const char* why) {
                 std::to_string(l->peer->rank) + " failed: " + why);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::fail_link(Link<F>& l, int code, const std::string& why) {
   if (l.state == Link<F>::State::Closed) return;
   if (l.state == Link<F>::State::Connecting) --connecting_;
@@ -54,8 +51,7 @@ void Engine<F>::fail_link(Link<F>& l, int code, const std::string& why) {
   fail_peer(p, code, why);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::fail_peer(Peer<F>& p, int code, const std::string& why) {
   if (p.failed) return;
   p.failed = true;
@@ -87,8 +83,7 @@ void Engine<F>::fail_peer(Peer<F>& p, int code, const std::string& why) {
 }
 
 // Completes r with an error, undoing whatever it holds.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::fail_request(Req& r, int code) {
   if (r.state == Req::State::Posted) posted_.remove(r);
   r.queue_node.unlink();

@@ -8,8 +8,7 @@
 
 namespace rdmx::engine {
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint64_t msg_len,
                            const RemoteData& remote) {
   r.state = Req::State::Reading;  // matched: its status is set here, failure or not
@@ -46,8 +45,7 @@ void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint
   schedule_reads(*l);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::schedule_reads(Link<F>& l) {
   uint64_t max_chunk = std::min<uint64_t>(settings_.rndv_chunk, l.attrs.max_msg_size);
   while (!l.read_queue.empty() && l.reads_outstanding < l.attrs.initiator_depth &&
@@ -73,8 +71,7 @@ void Engine<F>::schedule_reads(Link<F>& l) {
   }
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::on_read_done(void* user, uint64_t wr) {
   auto* l = static_cast<Link<F>*>(user);
   --l->sq_used;
@@ -89,8 +86,7 @@ void Engine<F>::on_read_done(void* user, uint64_t wr) {
   }
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::finish_read(Req& r) {
   r.peer_node.unlink();
   fabric_.dereg(r.region);

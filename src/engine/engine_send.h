@@ -9,8 +9,7 @@
 
 namespace rdmx::engine {
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void* buf, uint64_t len,
                             uint32_t flags, rdmx_completion_fn cb, void* user, Req** out) {
   if (uint32_t(dest) >= uint32_t(size_) || tag == RDMX_ANY_TAG || null_with_length(buf, len) ||
@@ -52,8 +51,7 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
 
 // Everything else: a send to self, to a failed peer, a rendezvous (registered here),
 // or one that must wait for the connection, credits or a bounce buffer.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::isend_slow(Peer<F>& p, Req& r) {
   if (p.rank == rank_) {
     send_to_self(r);
@@ -82,8 +80,7 @@ int Engine<F>::isend_slow(Peer<F>& p, Req& r) {
 }
 
 // Registers a send's buffer for the peer's READs: the send goes by rendezvous.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::register_send(Peer<F>& p, Req& r) {
   std::string err;
   if (int rc = fabric_.reg(r.buf, r.len, fabric::kRemoteRead, r.region, err))
@@ -93,8 +90,7 @@ int Engine<F>::register_send(Peer<F>& p, Req& r) {
   return RDMX_OK;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::send_arg_error(int32_t dest, int32_t tag, const void* buf, uint64_t len,
                               uint32_t flags) {
   if (dest < 0 || dest >= size_)
@@ -110,8 +106,7 @@ int Engine<F>::send_arg_error(int32_t dest, int32_t tag, const void* buf, uint64
 
 // Puts r on the wire if the link allows it now (taking it off the backlog if it was
 // there); false leaves r where it is.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
   Link<F>& l = *p.link;
   if (!can_send(l)) return false;
@@ -159,8 +154,7 @@ inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
 // and through a bounce buffer if not. ctrl: a credit message, drawn from the control
 // credits. False if it could not go now (no bounce buffer, the fabric is full, or the
 // link failed).
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len,
                             const void* payload, uint64_t payload_len, bool ctrl) {
   if (sizeof h + extra_len + payload_len > l.attrs.max_inline)
@@ -176,8 +170,7 @@ inline bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint
 // An inline SEND of sge (sge[0] is h). Inline sends are signaled one in signal_every
 // (and when a flush asks): that completion retires every send before it, and says how
 // many in its id.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline bool Engine<F>::post_inline(Link<F>& l, wire::Header& h, const fabric::Sge* sge, int n,
                                    bool ctrl) {
   stamp(l, h);
@@ -199,8 +192,7 @@ inline bool Engine<F>::post_inline(Link<F>& l, wire::Header& h, const fabric::Sg
 }
 
 // A SEND too large to go inline: copied into a registered bounce buffer.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 bool Engine<F>::post_bounce(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len,
                             const void* payload, uint64_t payload_len, bool ctrl) {
   int bounce = take_bounce();
@@ -224,8 +216,7 @@ bool Engine<F>::post_bounce(Link<F>& l, wire::Header& h, const void* extra, uint
 }
 
 // Posted: the message has its sequence number, and what it returned is paid.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline void Engine<F>::posted(Link<F>& l, bool ctrl) {
   ++l.send_seq;
   ++l.sq_used;
@@ -241,16 +232,14 @@ inline void Engine<F>::posted(Link<F>& l, bool ctrl) {
 }
 
 // The fabric refused a send: full (retried on a completion) or broken (the link fails).
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 bool Engine<F>::send_failed(Link<F>& l, int rc) {
   if (rc != RDMX_ERR_AGAIN)
     fail_link(l, rc, "posting a send to rank " + std::to_string(l.peer->rank) + " failed");
   return false;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::take_bounce() {
   if (bounce_free_.empty()) return -1;
   int b = int(bounce_free_.back());
@@ -258,8 +247,7 @@ int Engine<F>::take_bounce() {
   return b;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::queue_control(Peer<F>& p, wire::Type t, uint64_t sender_request) {
   if (p.failed) return;
   p.control.push({uint8_t(t), sender_request});
@@ -269,8 +257,7 @@ void Engine<F>::queue_control(Peer<F>& p, wire::Type t, uint64_t sender_request)
 
 // Sends what can go: control messages first, then the backlog in order, then an
 // explicit credit return if one is due and nothing carried it.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::drain(Peer<F>& p) {
   Link<F>* l = p.link.get();
   while (can_send(*l)) {
@@ -301,8 +288,7 @@ void Engine<F>::drain(Peer<F>& p) {
 
 // Only unsignaled sends are outstanding: nothing will say they completed unless a
 // signaled one follows. Sends a credit message, signaled, if a credit allows it.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 bool Engine<F>::flush_unsignaled(Link<F>& l) {
   if (!l.unsignaled || !l.ready || l.sq_used >= l.attrs.max_send_wr) return false;
   bool ctrl = l.ctrl_credits > 0;
@@ -317,8 +303,7 @@ bool Engine<F>::flush_unsignaled(Link<F>& l) {
   return sent;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline void Engine<F>::on_send_done(void* user, uint64_t wr) {
   auto* l = static_cast<Link<F>*>(user);
   if (wr_kind(wr) == kWrInline) {
@@ -336,8 +321,7 @@ inline void Engine<F>::on_send_done(void* user, uint64_t wr) {
 }
 
 // A message to this rank itself never touches the fabric: it is matched here.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::send_to_self(Req& r) {
   if (Req* rr = static_cast<Req*>(posted_.match(r.cid, rank_, r.tag))) {
     deliver(*rr, rank_, r.tag, r.buf, r.len);

@@ -10,8 +10,7 @@
 
 namespace rdmx::engine {
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings& s,
                     std::string& err) {
   if (size < 1 || rank < 0 || rank >= size) {
@@ -58,8 +57,7 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
 
 // One pool of receive buffers for all connections: memory grows with the pool, not
 // with the number of peers. Flow control is then the fabric's RNR retry.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::setup_shared_receive(std::string& err) {
   uint32_t n = uint32_t(settings_.credits) * 4;
   if constexpr (requires { fabric_.shared_receive_depth(); })
@@ -81,8 +79,7 @@ int Engine<F>::setup_shared_receive(std::string& err) {
   return RDMX_OK;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::post_shared(uint64_t index) {
   if constexpr (kHasSharedReceive)
     return fabric_.post_shared_recv(shared_mem_.get() + index * recv_buf_size_, recv_buf_size_,
@@ -90,8 +87,7 @@ int Engine<F>::post_shared(uint64_t index) {
   return RDMX_ERR_UNSUPPORTED;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::add_peer(int32_t rank, const void* addr, size_t len) {
   if (rank < 0 || rank >= size_)
     return error(RDMX_ERR_INVALID, "add_peer: rank " + std::to_string(rank) + " is outside 0.." +
@@ -105,16 +101,14 @@ int Engine<F>::add_peer(int32_t rank, const void* addr, size_t len) {
   return RDMX_OK;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline int Engine<F>::progress() {
   if (connecting_ && (++progress_calls_ & 63) == 0) [[unlikely]]
     check_connect_timeouts();
   return fabric_.progress(*this);  // last: a tail call
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::finalize() {
   // Let sends already handed to the fabric finish (bounded), so that a message sent
   // just before finalize is not cut off with the connection.
@@ -140,8 +134,8 @@ void Engine<F>::finalize() {
   }
 }
 
-template <class F>
-requires fabric::Fabric<F> Engine<F>::~Engine() {
+template <fabric::Fabric F>
+Engine<F>::~Engine() {
   for (auto& p : peers_)
     if (p.link && p.link->recv_registered) fabric_.dereg(p.link->recv_region);
   for (auto& l : graveyard_)
@@ -150,8 +144,7 @@ requires fabric::Fabric<F> Engine<F>::~Engine() {
   if (shared_registered_) fabric_.dereg(shared_region_);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::error(int code, const std::string& what) {
   last_error_ = what;
   RDMX_LOG(LogLevel::Error, rank_, "%s", what.c_str());

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "container/intrusive_list.h"
+#include "container/ring.h"
 #include "core/aligned_buffer.h"
-#include "core/ring.h"
 #include "fabric/fabric.h"
-#include "match/intrusive_list.h"
 
 namespace rdmx::engine {
 
