@@ -14,16 +14,16 @@ void Engine<F>::on_wr_error(void* user, uint64_t wr, fabric::Failure f, const ch
   switch (wr_kind(wr)) {
     case kWrRecv: break;
     case kWrRead:
-      --l->sq_used;
+      l->sq.release();
       --l->reads_outstanding;
       break;
     case kWrBounce:
       bounce_free_.push_back(uint32_t(wr_value(wr)));
-      --l->sq_used;
+      l->sq.release();
       break;
-    default: --l->sq_used; break;
+    default: l->sq.release(); break;
   }
-  if (l->state == Link<F>::State::Closed) return;  // flushes after a failure we handled
+  if (l->state.closed()) return;  // flushes after a failure we handled
   fail_link(*l, f == fabric::Failure::RemoteAccess ? RDMX_ERR_PROTOCOL : RDMX_ERR_PEER_LOST,
             "connection to rank " + std::to_string(l->peer->rank) + " failed: " + why);
 }
@@ -31,8 +31,8 @@ void Engine<F>::on_wr_error(void* user, uint64_t wr, fabric::Failure f, const ch
 template <fabric::Fabric F>
 void Engine<F>::on_conn_error(void* user, fabric::Failure f, const char* why) {
   auto* l = static_cast<Link<F>*>(user);
-  if (l->state == Link<F>::State::Closed) return;
-  bool connecting = l->state == Link<F>::State::Connecting;
+  if (l->state.closed()) return;
+  bool connecting = l->state.connecting();
   int code = f == fabric::Failure::Unreachable ? RDMX_ERR_UNREACHABLE : RDMX_ERR_PEER_LOST;
   fail_link(*l, code,
             std::string(connecting ? "connecting to rank " : "connection to rank ") +
@@ -41,9 +41,9 @@ void Engine<F>::on_conn_error(void* user, fabric::Failure f, const char* why) {
 
 template <fabric::Fabric F>
 void Engine<F>::fail_link(Link<F>& l, int code, const std::string& why) {
-  if (l.state == Link<F>::State::Closed) return;
-  if (l.state == Link<F>::State::Connecting) --connecting_;
-  close_link(l);
+  if (l.state.closed()) return;
+  if (l.state.connecting()) --connecting_;
+  l.state.set_closed();
   if (l.conn) fabric_.disconnect(l.conn);  // null when create_conn itself failed
   Peer<F>& p = *l.peer;
   if (p.link.get() != &l) return;

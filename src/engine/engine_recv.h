@@ -50,7 +50,7 @@ int Engine<F>::recv_arg_error(int32_t source, const void* buf, uint64_t len) {
 template <fabric::Fabric F>
 inline void Engine<F>::on_recv(void* user, uint64_t wr, uint32_t len) {
   auto* l = static_cast<Link<F>*>(user);
-  if (!l->ready || wr_kind(wr) != kWrRecv) [[unlikely]] {
+  if (!l->state.ready() || wr_kind(wr) != kWrRecv) [[unlikely]] {
     on_recv_other(*l, wr, len);
     return;
   }
@@ -66,14 +66,9 @@ template <fabric::Fabric F>
 void Engine<F>::on_recv_other(Link<F>& l, uint64_t wr, uint32_t len) {
   // Over rdma_cm the active side's first message can reach the passive side before its
   // ESTABLISHED event: take it; replies wait for the event (the link is not Open yet).
-  auto live = [&l] {
-    return l.state == Link<F>::State::Open || (l.state == Link<F>::State::Connecting && !l.active);
-  };
+  auto live = [&l] { return l.state.open() || (l.state.connecting() && !l.active); };
   uint8_t* b = recv_buffer(l, wr);
-  if (live() && !l.may_send) {
-    l.may_send = true;  // the passive side: the active side has spoken
-    open_fast_path(l);
-  }
+  if (live() && !l.state.may_send()) l.state.allow_send();  // the active side has spoken
   bool ctrl = live() && handle_message(l, b, len);
   if (wr_kind(wr) == kWrShared) {
     // Shared buffers go back to the pool whatever became of the connection.
@@ -81,38 +76,30 @@ void Engine<F>::on_recv_other(Link<F>& l, uint64_t wr, uint32_t len) {
   } else if (live()) {
     repost(l, b, wr, ctrl);
   }
-  if (l.state == Link<F>::State::Open) pump(*l.peer);
+  if (l.state.open()) pump(*l.peer);
 }
 
 // Gives a connection's consumed receive buffer back to the fabric, in batches, and
 // counts the credits this side then owes the peer.
 template <fabric::Fabric F>
 inline void Engine<F>::repost(Link<F>& l, uint8_t* buf, uint64_t wr, bool ctrl) {
-  l.consumed_bufs[l.consumed++] = {buf, l.recv_buf_size, wr};
-  if (ctrl || l.consumed >= l.repost_batch) [[unlikely]] {
-    l.consumed_ctrl += ctrl;
+  if (l.credits.hold({buf, l.recv_buf_size, wr}, ctrl)) [[unlikely]]
     repost_consumed(l);
-  }
 }
 
 template <fabric::Fabric F>
 void Engine<F>::repost_consumed(Link<F>& l) {
-  if (l.state == Link<F>::State::Closed) {  // the message (or a callback) broke the link
-    l.consumed = l.consumed_ctrl = 0;
+  if (l.state.closed()) {  // the message (or a callback) broke the link
+    l.credits.drop_held();
     return;
   }
-  if (int rc = fabric_.post_recvs(l.conn, l.consumed_bufs, int(l.consumed), l.recv_region)) {
+  if (int rc = fabric_.post_recvs(l.conn, l.credits.held(), int(l.credits.held_count()),
+                                  l.recv_reg.region())) {
     fail_link(l, rc,
               "reposting receive buffers for rank " + std::to_string(l.peer->rank) + " failed");
     return;
   }
-  l.ctrl_to_return += l.consumed_ctrl;
-  l.to_return += l.consumed - l.consumed_ctrl;
-  l.consumed = l.consumed_ctrl = 0;
-  if (l.to_return >= l.credit_threshold) {
-    l.credit_due = true;
-    l.peer->pending = true;
-  }
+  if (l.credits.reposted()) l.peer->pending = true;  // an explicit credit message is due
 }
 
 // Checks and dispatches one arrived message; true if it was a credit message. An
@@ -131,9 +118,7 @@ inline bool Engine<F>::handle_message(Link<F>& l, const uint8_t* b, uint32_t len
     return false;
   }
   ++l.recv_seq;
-  uint32_t credits = h.credits, ctrl_credits = h.ctrl_credits;
-  l.credits += credits;
-  l.ctrl_credits += ctrl_credits;
+  l.credits.receive(h.credits, h.ctrl_credits);
   if (h.vt_flags() == wire::Header::make_vt(wire::Type::Eager)) [[likely]] {  // no flags
     handle_eager(l, h, b, len, false);
     return false;

@@ -21,8 +21,8 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
   Peer<F>& p = peers_[size_t(dest)];
   Link<F>* l = p.link.get();
   // (inline_eager_below is 0 unless the link is open and may send.)
-  if (l && !flags && !p.pending && len < l->inline_eager_below && l->credits > 0 &&
-      l->sq_used < l->attrs.max_send_wr) [[likely]] {
+  if (l && !flags && !p.pending && len < l->state.inline_eager_below() &&
+      l->credits.available() > 0 && l->sq.has_room()) [[likely]] {
     wire::Header h = header(wire::Type::Eager, cid, tag, len);
     fabric::Sge sge[2];
     sge[0].addr = &h;
@@ -174,10 +174,10 @@ template <fabric::Fabric F>
 inline bool Engine<F>::post_inline(Link<F>& l, wire::Header& h, const fabric::Sge* sge, int n,
                                    bool ctrl) {
   stamp(l, h);
-  uint32_t unsignaled = l.unsignaled + 1;  // counting this one
+  uint32_t unsignaled = l.sq.next_inline();  // counting this one
   uint32_t flags = fabric::kSendInline;
   uint64_t wr = wr_id(kWrInline, 0);
-  if (unsignaled >= l.signal_every) [[unlikely]] {
+  if (l.sq.must_signal(unsignaled)) [[unlikely]] {
     flags |= fabric::kSendSignaled;
     wr = wr_id(kWrInline, unsignaled);  // the sends its completion retires
     unsignaled = 0;
@@ -185,7 +185,7 @@ inline bool Engine<F>::post_inline(Link<F>& l, wire::Header& h, const fabric::Sg
   int rc = fabric_.send(l.conn, sge, n, flags, wr);
   if (rc != RDMX_OK) [[unlikely]]
     return send_failed(l, rc);
-  l.unsignaled = unsignaled;
+  l.sq.posted_inline(unsignaled);
   ++stats_.inline_sends;
   posted(l, ctrl);
   return true;
@@ -205,7 +205,7 @@ bool Engine<F>::post_bounce(Link<F>& l, wire::Header& h, const void* extra, uint
   std::memcpy(b, &h, sizeof h);
   if (extra_len) std::memcpy(b + sizeof h, extra, extra_len);
   if (payload_len) std::memcpy(b + sizeof h + extra_len, payload, payload_len);
-  fabric::Sge sge{b, uint32_t(sizeof h + extra_len + payload_len), bounce_region_.desc()};
+  fabric::Sge sge{b, uint32_t(sizeof h + extra_len + payload_len), bounce_reg_.region().desc()};
   if (int rc = fabric_.send(l.conn, &sge, 1, fabric::kSendSignaled,
                             wr_id(kWrBounce, uint64_t(bounce)))) {
     bounce_free_.push_back(uint32_t(bounce));
@@ -219,16 +219,8 @@ bool Engine<F>::post_bounce(Link<F>& l, wire::Header& h, const void* extra, uint
 template <fabric::Fabric F>
 inline void Engine<F>::posted(Link<F>& l, bool ctrl) {
   ++l.send_seq;
-  ++l.sq_used;
-  l.to_return = 0;
-  l.ctrl_to_return = 0;
-  l.credit_due = false;
-  if (!l.peer_shared) {  // a peer's shared queue has no per-connection credits
-    if (ctrl)
-      --l.ctrl_credits;
-    else
-      --l.credits;
-  }
+  l.sq.take();
+  l.credits.spend(ctrl);
 }
 
 // The fabric refused a send: full (retried on a completion) or broken (the link fails).
@@ -274,42 +266,39 @@ void Engine<F>::drain(Peer<F>& p) {
     if (p.backlog.empty()) break;
     if (!transmit(p, *static_cast<Req*>(p.backlog.first->owner))) return;
   }
-  if (l->credit_due && l->ready && l->ctrl_credits > 0 && l->sq_used < l->attrs.max_send_wr &&
-      (l->to_return || l->ctrl_to_return)) {
+  if (l->credits.due() && l->state.ready() && l->credits.ctrl_available() > 0 && l->sq.has_room() &&
+      l->credits.owes()) {
     wire::Header h{};
     h.version_type = wire::Header::make_vt(wire::Type::Credit);
     h.source = rank_;
     if (post(*l, h, nullptr, 0, nullptr, 0, true)) ++stats_.credit_messages;
-  } else if (!l->credits && !p.backlog.empty()) {
+  } else if (!l->credits.available() && !p.backlog.empty()) {
     ++stats_.credit_stalls;
   }
-  p.pending = !p.control.empty() || !p.backlog.empty() || l->credit_due;
+  p.pending = !p.control.empty() || !p.backlog.empty() || l->credits.due();
 }
 
 // Only unsignaled sends are outstanding: nothing will say they completed unless a
 // signaled one follows. Sends a credit message, signaled, if a credit allows it.
 template <fabric::Fabric F>
 bool Engine<F>::flush_unsignaled(Link<F>& l) {
-  if (!l.unsignaled || !l.ready || l.sq_used >= l.attrs.max_send_wr) return false;
-  bool ctrl = l.ctrl_credits > 0;
-  if (!ctrl && !l.credits && !l.peer_shared) return false;  // wait for the peer's credits
+  if (!l.sq.unsignaled() || !l.state.ready() || !l.sq.has_room()) return false;
+  bool ctrl = l.credits.ctrl_available() > 0;
+  if (!ctrl && !l.credits.available() && !l.credits.peer_shared())
+    return false;  // wait for the peer's credits
   wire::Header h{};
   h.version_type = wire::Header::make_vt(wire::Type::Credit);
   h.source = rank_;
-  uint32_t every = l.signal_every;
-  l.signal_every = 1;  // this one is signaled
-  bool sent = post(l, h, nullptr, 0, nullptr, 0, ctrl);
-  l.signal_every = every;
-  return sent;
+  return l.sq.signaled([&] { return post(l, h, nullptr, 0, nullptr, 0, ctrl); });
 }
 
 template <fabric::Fabric F>
 inline void Engine<F>::on_send_done(void* user, uint64_t wr) {
   auto* l = static_cast<Link<F>*>(user);
   if (wr_kind(wr) == kWrInline) {
-    l->sq_used -= uint32_t(wr_value(wr));  // this send and the unsignaled ones before it
+    l->sq.release(uint32_t(wr_value(wr)));  // this send and the unsignaled ones before it
   } else {
-    --l->sq_used;
+    l->sq.release();
     bounce_free_.push_back(uint32_t(wr_value(wr)));
     if (!bounce_waiters_.empty()) {
       std::vector<Peer<F>*> waiting;
@@ -317,7 +306,7 @@ inline void Engine<F>::on_send_done(void* user, uint64_t wr) {
       for (Peer<F>* p : waiting) pump(*p);
     }
   }
-  if (l->state == Link<F>::State::Open && l->peer->link.get() == l) pump(*l->peer);
+  if (l->state.open() && l->peer->link.get() == l) pump(*l->peer);
 }
 
 // A message to this rank itself never touches the fabric: it is matched here.
