@@ -3,7 +3,7 @@
 // endpoint. It is single-threaded: the caller serialises calls.
 //
 // The member functions are defined by concept in engine_*.h and instantiated once per
-// backend (fabric/<backend>/<backend>_engine.cpp).
+// backend, above both engine and fabric (api/<backend>_context.cpp).
 #pragma once
 
 #include <cstdint>
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "container/object_pool.h"
+#include "container/payload_pool.h"
 #include "core/aligned_buffer.h"
-#include "core/object_pool.h"
-#include "core/payload_pool.h"
 #include "core/settings.h"
 #include "engine/link.h"
 #include "engine/request.h"
@@ -26,8 +26,7 @@
 
 namespace rdmx::engine {
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 class Engine {
  public:
   using Req = Request<F>;
@@ -120,21 +119,14 @@ class Engine {
   }
 
   // Sending (engine_send.h).
-  // A link is ready (Open and may send) from open_fast_path() to close_link(); only
-  // then do the per-message fast paths, or any send, apply.
-  void open_fast_path(Link<F>& l) {
-    l.ready = l.state == Link<F>::State::Open && l.may_send;
-    if (l.ready && l.attrs.max_inline >= sizeof(wire::Header))
-      l.inline_eager_below =
-          std::min<uint64_t>(l.attrs.max_inline - sizeof(wire::Header), l.eager_limit) + 1;
-  }
-  void close_link(Link<F>& l) {
-    l.state = Link<F>::State::Closed;
-    l.ready = false;
-    l.inline_eager_below = 0;
+  // A link is ready (Open and may send, link_state.h) until it closes; only then do the
+  // per-message fast paths, or any send, apply.
+  static uint64_t inline_eager_below(const Link<F>& l) {
+    if (l.attrs.max_inline < sizeof(wire::Header)) return 0;
+    return std::min<uint64_t>(l.attrs.max_inline - sizeof(wire::Header), l.eager_limit) + 1;
   }
   bool can_send(const Link<F>& l) const {
-    return l.ready && l.credits > 0 && l.sq_used < l.attrs.max_send_wr;
+    return l.state.ready() && l.credits.available() > 0 && l.sq.has_room();
   }
   [[gnu::noinline]] int isend_slow(Peer<F>& p, Req& r);
   [[gnu::noinline]] int register_send(Peer<F>& p, Req& r);
@@ -155,8 +147,8 @@ class Engine {
   // the credits returned with it (posted() then counts them as paid).
   static void stamp(const Link<F>& l, wire::Header& h) {
     h.seq = l.send_seq;
-    h.credits = uint16_t(l.to_return);
-    h.ctrl_credits = uint8_t(l.ctrl_to_return);
+    h.credits = uint16_t(l.credits.owed());
+    h.ctrl_credits = uint8_t(l.credits.ctrl_owed());
   }
   // A header for a message of this rank (seq and credits are filled in when posted).
   wire::Header header(wire::Type t, uint32_t cid, int32_t tag, uint64_t len) const {
@@ -236,13 +228,11 @@ class Engine {
 
   // The shared receive queue's buffers (RDMX_SRQ=1).
   AlignedBuffer shared_mem_;
-  typename F::Region shared_region_{};
-  bool shared_registered_ = false;
+  Registration<F> shared_reg_;
 
   // Bounce buffers for eager sends that are too large to go inline.
   AlignedBuffer bounce_mem_;
-  typename F::Region bounce_region_{};
-  bool bounce_registered_ = false;
+  Registration<F> bounce_reg_;
   std::vector<uint32_t> bounce_free_;
   std::vector<Peer<F>*> bounce_waiters_;
 

@@ -16,30 +16,24 @@ using protocol::CmKind;
 using protocol::CmMessage;
 using protocol::RejectReason;
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
-  l.credit_window = uint32_t(settings_.credits);
-  l.credit_threshold = std::max(1u, l.credit_window / 2);
-  // A peer sending into a full window must always get credits back: holding fewer than
-  // a quarter of the window keeps explicit credit returns (at half) reachable.
-  l.repost_batch = std::clamp(l.credit_window / 4, 1u, Link<F>::kMaxRepostBatch);
+  l.credits.set_window(uint32_t(settings_.credits));
   l.recv_buf_size = recv_buf_size_;
   if (settings_.srq) return true;  // receives come from the shared queue
-  l.recv_bufs = l.credit_window + kCtrlCredits;
+  l.recv_bufs = l.credits.window() + kCtrlCredits;
   l.recv_mem = alloc_aligned(size_t(l.recv_bufs) * l.recv_buf_size);
   if (!l.recv_mem) {
     err = "out of memory for receive buffers";
     return false;
   }
-  if (fabric_.reg(l.recv_mem.get(), size_t(l.recv_bufs) * l.recv_buf_size, fabric::kLocalWrite,
-                  l.recv_region, err))
+  if (l.recv_reg.reg(fabric_, l.recv_mem.get(), size_t(l.recv_bufs) * l.recv_buf_size,
+                     fabric::kLocalWrite, err))
     return false;
-  l.recv_registered = true;
   std::vector<fabric::RecvBuf> bufs(l.recv_bufs);
   for (uint32_t i = 0; i < l.recv_bufs; ++i)
     bufs[i] = {l.recv_buf(i), l.recv_buf_size, wr_id(kWrRecv, i)};
-  if (int rc = fabric_.post_recvs(l.conn, bufs.data(), int(bufs.size()), l.recv_region)) {
+  if (int rc = fabric_.post_recvs(l.conn, bufs.data(), int(bufs.size()), l.recv_reg.region())) {
     err = std::string("posting receive buffers failed: ") + rdmx_strerror(rc);
     return false;
   }
@@ -47,12 +41,12 @@ bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
 }
 
 // What this side offers a peer in its connect or accept message.
-template <class F>
-requires fabric::Fabric<F> protocol::CmMessage Engine<F>::offer(protocol::CmKind kind, Link<F>& l) {
+template <fabric::Fabric F>
+protocol::CmMessage Engine<F>::offer(protocol::CmKind kind, Link<F>& l) {
   CmMessage m = protocol::make_cm(kind, job_key_, rank_, l.peer->rank);
   m.qp_num = fabric_.qp_num(l.conn);
   m.eager_limit = uint32_t(settings_.eager_limit);
-  m.credits = uint16_t(l.credit_window);
+  m.credits = uint16_t(l.credits.window());
   m.ctrl_credits = kCtrlCredits;
   m.flags = uint8_t((settings_.flow_control ? protocol::kFlowControl : 0) |
                     (settings_.srq ? protocol::kSharedReceive : 0));
@@ -62,12 +56,9 @@ requires fabric::Fabric<F> protocol::CmMessage Engine<F>::offer(protocol::CmKind
 // What the peer's connect or accept message lets this side do on the link. Each side
 // sends eagerly only up to the smaller of the two eager limits: the peer's receive
 // buffers are sized by its own.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::take_offer(Link<F>& l, const protocol::CmMessage& m) {
-  l.credits = m.credits;
-  l.ctrl_credits = m.ctrl_credits;
-  l.peer_shared = m.flags & protocol::kSharedReceive;
+  l.credits.grant(m.credits, m.ctrl_credits, m.flags & protocol::kSharedReceive);
   l.eager_limit = std::min<uint64_t>(settings_.eager_limit, m.eager_limit);
   if (m.eager_limit != settings_.eager_limit)
     RDMX_LOG(LogLevel::Info, rank_,
@@ -77,8 +68,7 @@ void Engine<F>::take_offer(Link<F>& l, const protocol::CmMessage& m) {
              static_cast<unsigned long long>(l.eager_limit));
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::connect_peer(Peer<F>& p) {
   if (p.address.empty()) {
     fail_peer(p, RDMX_ERR_UNREACHABLE,
@@ -88,7 +78,7 @@ void Engine<F>::connect_peer(Peer<F>& p) {
   auto l = std::make_unique<Link<F>>();
   l->peer = &p;
   l->active = true;
-  l->may_send = true;
+  l->state.allow_send();
   l->started = std::chrono::steady_clock::now();
   std::string err;
   int rc = fabric_.create_conn(p.address.data(), p.address.size(), nullptr, l.get(), &l->conn, err);
@@ -107,8 +97,7 @@ void Engine<F>::connect_peer(Peer<F>& p) {
   RDMX_LOG(LogLevel::Info, rank_, "connecting to rank %d", p.rank);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* pdata, size_t len) {
   CmMessage m;
   std::string why;
@@ -131,7 +120,7 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
     reason = RejectReason::Shutdown;
     why = "that peer was already given up";
   } else if (p && p->link) {
-    bool simultaneous = p->link->active && p->link->state == Link<F>::State::Connecting;
+    bool simultaneous = p->link->active && p->link->state.connecting();
     if (simultaneous && rank_ > m.src_rank) {
       // Both sides connected at once: the lower rank's connection wins, ours will be
       // rejected by the peer. Nothing was sent on it; the backlog stays on the peer.
@@ -176,17 +165,15 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
     fail_link(*p->link, rc, "accepting rank " + std::to_string(p->rank) + ": " + err);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const uint8_t* pdata,
                                size_t len) {
   auto* l = static_cast<Link<F>*>(user);
-  if (l->state != Link<F>::State::Connecting) {
-    if (l->state == Link<F>::State::Closed) fabric_.disconnect(l->conn);
+  if (!l->state.connecting()) {
+    if (l->state.closed()) fabric_.disconnect(l->conn);
     return;
   }
   Peer<F>& p = *l->peer;
-  --connecting_;
   if (l->active) {
     CmMessage m;
     std::string why;
@@ -198,17 +185,16 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
             std::to_string(m.dst_rank);
     }
     if (r != RejectReason::None) {
-      l->state = Link<F>::State::Open;  // so that fail_link tears it down
       fail_link(*l, RDMX_ERR_PROTOCOL,
                 "rank " + std::to_string(p.rank) + " accepted with invalid private data: " + why);
       return;
     }
     take_offer(*l, m);
   }
+  --connecting_;
   l->attrs = attrs;
-  l->signal_every = std::clamp(attrs.max_send_wr / 4, 1u, kMaxSignalInterval);
-  l->state = Link<F>::State::Open;
-  open_fast_path(*l);
+  l->sq.open(attrs.max_send_wr, kMaxSignalInterval);
+  l->state.set_open(inline_eager_below(*l));
   ++stats_.connections;
   if (!stats_.min_read_depth || attrs.initiator_depth < stats_.min_read_depth)
     stats_.min_read_depth = attrs.initiator_depth;
@@ -216,7 +202,7 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
            "connected to rank %d (%s): initiator depth %u, responder resources %u, inline %u, "
            "credits %u, eager limit %llu",
            p.rank, l->active ? "active" : "passive", attrs.initiator_depth,
-           attrs.responder_resources, attrs.max_inline, l->credits,
+           attrs.responder_resources, attrs.max_inline, l->credits.available(),
            static_cast<unsigned long long>(l->eager_limit));
   if (l->active) {
     // The active side speaks first (iWARP requires it; every device accepts it).
@@ -228,11 +214,10 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
   pump(p);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::on_rejected(void* user, const uint8_t* pdata, size_t len, const char* why) {
   auto* l = static_cast<Link<F>*>(user);
-  if (l->state == Link<F>::State::Closed) return;  // a retired attempt: expected
+  if (l->state.closed()) return;  // a retired attempt: expected
   CmMessage m;
   std::string parse_why;
   RejectReason r = protocol::parse_cm(pdata, len, CmKind::Reject, m, parse_why);
@@ -248,23 +233,21 @@ void Engine<F>::on_rejected(void* user, const uint8_t* pdata, size_t len, const 
             "rank " + std::to_string(l->peer->rank) + " rejected the connection: " + text);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::retire(std::unique_ptr<Link<F>> l) {
   if (!l) return;
-  if (l->state == Link<F>::State::Connecting) --connecting_;
-  close_link(*l);
+  if (l->state.connecting()) --connecting_;
+  l->state.set_closed();
   graveyard_.push_back(std::move(l));
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::check_connect_timeouts() {
   auto now = std::chrono::steady_clock::now();
   auto limit = std::chrono::milliseconds(settings_.connect_timeout_ms);
   for (auto& p : peers_) {
     Link<F>* l = p.link.get();
-    if (l && l->state == Link<F>::State::Connecting && now - l->started > limit)
+    if (l && l->state.connecting() && now - l->started > limit)
       fail_link(*l, RDMX_ERR_TIMEOUT,
                 "connecting to rank " + std::to_string(p.rank) + " timed out after " +
                     std::to_string(settings_.connect_timeout_ms) + " ms (RDMX_CONNECT_TIMEOUT_MS)");

@@ -8,45 +8,42 @@
 
 namespace rdmx::engine {
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::on_wr_error(void* user, uint64_t wr, fabric::Failure f, const char* why) {
   auto* l = static_cast<Link<F>*>(user);
   switch (wr_kind(wr)) {
     case kWrRecv: break;
     case kWrRead:
-      --l->sq_used;
+      l->sq.release();
       --l->reads_outstanding;
       break;
     case kWrBounce:
       bounce_free_.push_back(uint32_t(wr_value(wr)));
-      --l->sq_used;
+      l->sq.release();
       break;
-    default: --l->sq_used; break;
+    default: l->sq.release(); break;
   }
-  if (l->state == Link<F>::State::Closed) return;  // flushes after a failure we handled
+  if (l->state.closed()) return;  // flushes after a failure we handled
   fail_link(*l, f == fabric::Failure::RemoteAccess ? RDMX_ERR_PROTOCOL : RDMX_ERR_PEER_LOST,
             "connection to rank " + std::to_string(l->peer->rank) + " failed: " + why);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::on_conn_error(void* user, fabric::Failure f, const char* why) {
   auto* l = static_cast<Link<F>*>(user);
-  if (l->state == Link<F>::State::Closed) return;
-  bool connecting = l->state == Link<F>::State::Connecting;
+  if (l->state.closed()) return;
+  bool connecting = l->state.connecting();
   int code = f == fabric::Failure::Unreachable ? RDMX_ERR_UNREACHABLE : RDMX_ERR_PEER_LOST;
   fail_link(*l, code,
             std::string(connecting ? "connecting to rank " : "connection to rank ") +
                 std::to_string(l->peer->rank) + " failed: " + why);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::fail_link(Link<F>& l, int code, const std::string& why) {
-  if (l.state == Link<F>::State::Closed) return;
-  if (l.state == Link<F>::State::Connecting) --connecting_;
-  close_link(l);
+  if (l.state.closed()) return;
+  if (l.state.connecting()) --connecting_;
+  l.state.set_closed();
   if (l.conn) fabric_.disconnect(l.conn);  // null when create_conn itself failed
   Peer<F>& p = *l.peer;
   if (p.link.get() != &l) return;
@@ -54,8 +51,7 @@ void Engine<F>::fail_link(Link<F>& l, int code, const std::string& why) {
   fail_peer(p, code, why);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::fail_peer(Peer<F>& p, int code, const std::string& why) {
   if (p.failed) return;
   p.failed = true;
@@ -87,8 +83,7 @@ void Engine<F>::fail_peer(Peer<F>& p, int code, const std::string& why) {
 }
 
 // Completes r with an error, undoing whatever it holds.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::fail_request(Req& r, int code) {
   if (r.state == Req::State::Posted) posted_.remove(r);
   r.queue_node.unlink();

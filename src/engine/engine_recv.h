@@ -10,8 +10,7 @@
 
 namespace rdmx::engine {
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline int Engine<F>::irecv(int32_t source, uint32_t cid, int32_t tag, void* buf, uint64_t len,
                             rdmx_completion_fn cb, void* user, Req** out) {
   if ((uint32_t(source) >= uint32_t(size_) && source != RDMX_ANY_SOURCE) ||
@@ -38,8 +37,7 @@ inline int Engine<F>::irecv(int32_t source, uint32_t cid, int32_t tag, void* buf
   return RDMX_OK;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::recv_arg_error(int32_t source, const void* buf, uint64_t len) {
   if (source != RDMX_ANY_SOURCE && (source < 0 || source >= size_))
     return error(RDMX_ERR_INVALID, "irecv: source rank " + std::to_string(source) +
@@ -49,11 +47,10 @@ int Engine<F>::recv_arg_error(int32_t source, const void* buf, uint64_t len) {
   return error(RDMX_ERR_INVALID, "irecv: a null buffer with length " + std::to_string(len));
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline void Engine<F>::on_recv(void* user, uint64_t wr, uint32_t len) {
   auto* l = static_cast<Link<F>*>(user);
-  if (!l->ready || wr_kind(wr) != kWrRecv) [[unlikely]] {
+  if (!l->state.ready() || wr_kind(wr) != kWrRecv) [[unlikely]] {
     on_recv_other(*l, wr, len);
     return;
   }
@@ -65,19 +62,13 @@ inline void Engine<F>::on_recv(void* user, uint64_t wr, uint32_t len) {
 
 // A message on a link that is not ready (not open, or the passive side before the
 // active side's first message), or in a buffer of the shared receive queue.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::on_recv_other(Link<F>& l, uint64_t wr, uint32_t len) {
   // Over rdma_cm the active side's first message can reach the passive side before its
   // ESTABLISHED event: take it; replies wait for the event (the link is not Open yet).
-  auto live = [&l] {
-    return l.state == Link<F>::State::Open || (l.state == Link<F>::State::Connecting && !l.active);
-  };
+  auto live = [&l] { return l.state.open() || (l.state.connecting() && !l.active); };
   uint8_t* b = recv_buffer(l, wr);
-  if (live() && !l.may_send) {
-    l.may_send = true;  // the passive side: the active side has spoken
-    open_fast_path(l);
-  }
+  if (live() && !l.state.may_send()) l.state.allow_send();  // the active side has spoken
   bool ctrl = live() && handle_message(l, b, len);
   if (wr_kind(wr) == kWrShared) {
     // Shared buffers go back to the pool whatever became of the connection.
@@ -85,47 +76,36 @@ void Engine<F>::on_recv_other(Link<F>& l, uint64_t wr, uint32_t len) {
   } else if (live()) {
     repost(l, b, wr, ctrl);
   }
-  if (l.state == Link<F>::State::Open) pump(*l.peer);
+  if (l.state.open()) pump(*l.peer);
 }
 
 // Gives a connection's consumed receive buffer back to the fabric, in batches, and
 // counts the credits this side then owes the peer.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline void Engine<F>::repost(Link<F>& l, uint8_t* buf, uint64_t wr, bool ctrl) {
-  l.consumed_bufs[l.consumed++] = {buf, l.recv_buf_size, wr};
-  if (ctrl || l.consumed >= l.repost_batch) [[unlikely]] {
-    l.consumed_ctrl += ctrl;
+  if (l.credits.hold({buf, l.recv_buf_size, wr}, ctrl)) [[unlikely]]
     repost_consumed(l);
-  }
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::repost_consumed(Link<F>& l) {
-  if (l.state == Link<F>::State::Closed) {  // the message (or a callback) broke the link
-    l.consumed = l.consumed_ctrl = 0;
+  if (l.state.closed()) {  // the message (or a callback) broke the link
+    l.credits.drop_held();
     return;
   }
-  if (int rc = fabric_.post_recvs(l.conn, l.consumed_bufs, int(l.consumed), l.recv_region)) {
+  if (int rc = fabric_.post_recvs(l.conn, l.credits.held(), int(l.credits.held_count()),
+                                  l.recv_reg.region())) {
     fail_link(l, rc,
               "reposting receive buffers for rank " + std::to_string(l.peer->rank) + " failed");
     return;
   }
-  l.ctrl_to_return += l.consumed_ctrl;
-  l.to_return += l.consumed - l.consumed_ctrl;
-  l.consumed = l.consumed_ctrl = 0;
-  if (l.to_return >= l.credit_threshold) {
-    l.credit_due = true;
-    l.peer->pending = true;
-  }
+  if (l.credits.reposted()) l.peer->pending = true;  // an explicit credit message is due
 }
 
 // Checks and dispatches one arrived message; true if it was a credit message. An
 // eager message without flags (the common case) is handled here; every other kind
 // goes out of line.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline bool Engine<F>::handle_message(Link<F>& l, const uint8_t* b, uint32_t len) {
   wire::Header h;
   if (len < sizeof h) [[unlikely]] {
@@ -138,9 +118,7 @@ inline bool Engine<F>::handle_message(Link<F>& l, const uint8_t* b, uint32_t len
     return false;
   }
   ++l.recv_seq;
-  uint32_t credits = h.credits, ctrl_credits = h.ctrl_credits;
-  l.credits += credits;
-  l.ctrl_credits += ctrl_credits;
+  l.credits.receive(h.credits, h.ctrl_credits);
   if (h.vt_flags() == wire::Header::make_vt(wire::Type::Eager)) [[likely]] {  // no flags
     handle_eager(l, h, b, len, false);
     return false;
@@ -149,8 +127,7 @@ inline bool Engine<F>::handle_message(Link<F>& l, const uint8_t* b, uint32_t len
 }
 
 // Every message but a plain eager one; true if it was a credit message.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 bool Engine<F>::handle_other(Link<F>& l, const uint8_t* b, uint32_t len) {
   wire::Header h;
   std::memcpy(&h, b, sizeof h);
@@ -172,8 +149,7 @@ bool Engine<F>::handle_other(Link<F>& l, const uint8_t* b, uint32_t len) {
 
 // Says what is wrong with a message that failed the checks (expected: the sequence
 // number it should have had), and fails the link it came on.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::bad_message(Link<F>& l, const uint8_t* b, uint32_t len, uint32_t expected) {
   std::string rank = "rank " + std::to_string(l.peer->rank);
   wire::Header h;
@@ -193,8 +169,7 @@ void Engine<F>::bad_message(Link<F>& l, const uint8_t* b, uint32_t len, uint32_t
 
 // An eager message: delivered to the oldest matching receive, or kept as unexpected.
 // sync: a ReqRef follows the header, and the sender waits for an ack of the match.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline void Engine<F>::handle_eager(Link<F>& l, const wire::Header& h, const uint8_t* b,
                                     uint32_t len, bool sync) {
   uint32_t off = sizeof h;
@@ -215,8 +190,7 @@ inline void Engine<F>::handle_eager(Link<F>& l, const wire::Header& h, const uin
   unexpected_eager(l, b, off, sync, ref.sender_request);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::bad_eager(Link<F>& l, uint64_t says, uint32_t len) {
   fail_link(l, RDMX_ERR_PROTOCOL,
             "rank " + std::to_string(l.peer->rank) +
@@ -226,8 +200,7 @@ void Engine<F>::bad_eager(Link<F>& l, uint64_t says, uint32_t len) {
 
 // An eager message no receive was waiting for (its payload at b + off): the payload
 // is copied aside.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::unexpected_eager(Link<F>& l, const uint8_t* b, uint32_t off, bool sync,
                                  uint64_t sender_request) {
   wire::Header h;
@@ -241,8 +214,7 @@ void Engine<F>::unexpected_eager(Link<F>& l, const uint8_t* b, uint32_t off, boo
   unexpected_.add(u, h.context_id, l.peer->rank, h.tag);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::handle_rts(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len) {
   wire::RtsBody rts;
   if (len != sizeof h + sizeof rts) {
@@ -265,8 +237,7 @@ void Engine<F>::handle_rts(Link<F>& l, const wire::Header& h, const uint8_t* b, 
 }
 
 // FIN or SyncAck: a send of ours is done.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::handle_done(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len) {
   wire::ReqRef ref;
   Req* r = nullptr;
@@ -290,8 +261,7 @@ void Engine<F>::handle_done(Link<F>& l, const wire::Header& h, const uint8_t* b,
 }
 
 // Receive r takes message u out of the unexpected queue.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::consume(Req& r, Unexp& u) {
   if (u.self_send) {
     Req& s = *u.self_send;
@@ -307,8 +277,7 @@ void Engine<F>::consume(Req& r, Unexp& u) {
   unexpected_pool_.put(&u);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline void Engine<F>::deliver(Req& r, int32_t source, int32_t tag, const void* data,
                                uint64_t len) {
   uint64_t n = std::min(len, r.len);
@@ -317,8 +286,7 @@ inline void Engine<F>::deliver(Req& r, int32_t source, int32_t tag, const void* 
   complete(r);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline typename Engine<F>::Req& Engine<F>::new_request(typename Req::Kind kind,
                                                        rdmx_completion_fn cb, void* user, void* buf,
                                                        uint64_t len, int32_t peer, uint32_t cid,
@@ -338,8 +306,7 @@ inline typename Engine<F>::Req& Engine<F>::new_request(typename Req::Kind kind,
   return r;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline typename Engine<F>::Unexp& Engine<F>::new_unexpected(uint64_t length, Link<F>* link) {
   Unexp& u = *unexpected_pool_.get();
   u.rendezvous = false;
@@ -353,8 +320,7 @@ inline typename Engine<F>::Unexp& Engine<F>::new_unexpected(uint64_t length, Lin
   return u;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline void Engine<F>::complete(Req& r) {
   r.state = Req::State::Done;
   if (r.freed) {
@@ -364,8 +330,7 @@ inline void Engine<F>::complete(Req& r) {
   if (r.cb) r.cb(r.handle(), &r.status, r.user);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline void Engine<F>::release(Req* r) {
   if (r->state == Req::State::Done || r->state == Req::State::Idle)
     requests_.put(r);
@@ -373,14 +338,12 @@ inline void Engine<F>::release(Req* r) {
     r->freed = true;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::fill_status(const Unexp& u, rdmx_status_info_t* st) const {
   if (st) *st = {u.source, u.tag, u.length, u.length, RDMX_OK};
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::iprobe(int32_t source, uint32_t cid, int32_t tag, int* found,
                       rdmx_status_info_t* st) {
   auto* u = static_cast<Unexp*>(unexpected_.find(cid, source, tag));
@@ -393,8 +356,7 @@ int Engine<F>::iprobe(int32_t source, uint32_t cid, int32_t tag, int* found,
   return RDMX_OK;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::improbe(int32_t source, uint32_t cid, int32_t tag, int* found, Unexp** msg,
                        rdmx_status_info_t* st) {
   int rc = iprobe(source, cid, tag, found, st);
@@ -406,8 +368,7 @@ int Engine<F>::improbe(int32_t source, uint32_t cid, int32_t tag, int* found, Un
   return RDMX_OK;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::imrecv(Unexp* u, void* buf, uint64_t len, rdmx_completion_fn cb, void* user,
                       Req** out) {
   if (!u || !u->claimed || (u->pool_gen & 1) == 0)
@@ -421,8 +382,7 @@ int Engine<F>::imrecv(Unexp* u, void* buf, uint64_t len, rdmx_completion_fn cb, 
   return RDMX_OK;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::cancel(Req* r) {
   if (r->kind != Req::Kind::Recv || r->state != Req::State::Posted) return RDMX_OK;
   posted_.remove(*r);

@@ -8,8 +8,7 @@
 
 namespace rdmx::engine {
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint64_t msg_len,
                            const RemoteData& remote) {
   r.state = Req::State::Reading;  // matched: its status is set here, failure or not
@@ -21,7 +20,7 @@ void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint
   r.reads_in_flight = 0;
   r.status = {source, tag, r.read_len, msg_len, msg_len > r.len ? RDMX_ERR_TRUNCATED : RDMX_OK};
   Peer<F>& p = *l->peer;
-  if (l->state != Link<F>::State::Open) {
+  if (!l->state.open()) {
     fail_request(r, p.failed ? p.failure_code : RDMX_ERR_PEER_LOST);
     return;
   }
@@ -46,12 +45,11 @@ void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint
   schedule_reads(*l);
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::schedule_reads(Link<F>& l) {
   uint64_t max_chunk = std::min<uint64_t>(settings_.rndv_chunk, l.attrs.max_msg_size);
   while (!l.read_queue.empty() && l.reads_outstanding < l.attrs.initiator_depth &&
-         l.sq_used < l.attrs.max_send_wr && l.state == Link<F>::State::Open) {
+         l.sq.has_room() && l.state.open()) {
     Req& r = *static_cast<Req*>(l.read_queue.first->owner);
     uint64_t chunk = std::min(max_chunk, r.read_len - r.read_posted);
     auto* dst = static_cast<uint8_t*>(r.buf) + r.read_posted;
@@ -65,7 +63,7 @@ void Engine<F>::schedule_reads(Link<F>& l) {
     }
     r.read_posted += chunk;
     ++r.reads_in_flight;
-    ++l.sq_used;
+    l.sq.take();
     ++stats_.rdma_reads;
     if (++l.reads_outstanding > stats_.max_reads_outstanding)
       stats_.max_reads_outstanding = l.reads_outstanding;
@@ -73,24 +71,22 @@ void Engine<F>::schedule_reads(Link<F>& l) {
   }
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::on_read_done(void* user, uint64_t wr) {
   auto* l = static_cast<Link<F>*>(user);
-  --l->sq_used;
+  l->sq.release();
   --l->reads_outstanding;
   Req* r = requests_.find(wr_value(wr));
   if (r && r->state == Req::State::Reading && --r->reads_in_flight == 0 &&
       r->read_posted == r->read_len)
     finish_read(*r);
-  if (l->state == Link<F>::State::Open) {
+  if (l->state.open()) {
     schedule_reads(*l);
     pump(*l->peer);
   }
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::finish_read(Req& r) {
   r.peer_node.unlink();
   fabric_.dereg(r.region);

@@ -9,8 +9,7 @@
 
 namespace rdmx::engine {
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void* buf, uint64_t len,
                             uint32_t flags, rdmx_completion_fn cb, void* user, Req** out) {
   if (uint32_t(dest) >= uint32_t(size_) || tag == RDMX_ANY_TAG || null_with_length(buf, len) ||
@@ -22,8 +21,8 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
   Peer<F>& p = peers_[size_t(dest)];
   Link<F>* l = p.link.get();
   // (inline_eager_below is 0 unless the link is open and may send.)
-  if (l && !flags && !p.pending && len < l->inline_eager_below && l->credits > 0 &&
-      l->sq_used < l->attrs.max_send_wr) [[likely]] {
+  if (l && !flags && !p.pending && len < l->state.inline_eager_below() &&
+      l->credits.available() > 0 && l->sq.has_room()) [[likely]] {
     wire::Header h = header(wire::Type::Eager, cid, tag, len);
     fabric::Sge sge[2];
     sge[0].addr = &h;
@@ -52,8 +51,7 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
 
 // Everything else: a send to self, to a failed peer, a rendezvous (registered here),
 // or one that must wait for the connection, credits or a bounce buffer.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::isend_slow(Peer<F>& p, Req& r) {
   if (p.rank == rank_) {
     send_to_self(r);
@@ -82,8 +80,7 @@ int Engine<F>::isend_slow(Peer<F>& p, Req& r) {
 }
 
 // Registers a send's buffer for the peer's READs: the send goes by rendezvous.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::register_send(Peer<F>& p, Req& r) {
   std::string err;
   if (int rc = fabric_.reg(r.buf, r.len, fabric::kRemoteRead, r.region, err))
@@ -93,8 +90,7 @@ int Engine<F>::register_send(Peer<F>& p, Req& r) {
   return RDMX_OK;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::send_arg_error(int32_t dest, int32_t tag, const void* buf, uint64_t len,
                               uint32_t flags) {
   if (dest < 0 || dest >= size_)
@@ -110,8 +106,7 @@ int Engine<F>::send_arg_error(int32_t dest, int32_t tag, const void* buf, uint64
 
 // Puts r on the wire if the link allows it now (taking it off the backlog if it was
 // there); false leaves r where it is.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
   Link<F>& l = *p.link;
   if (!can_send(l)) return false;
@@ -159,8 +154,7 @@ inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
 // and through a bounce buffer if not. ctrl: a credit message, drawn from the control
 // credits. False if it could not go now (no bounce buffer, the fabric is full, or the
 // link failed).
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len,
                             const void* payload, uint64_t payload_len, bool ctrl) {
   if (sizeof h + extra_len + payload_len > l.attrs.max_inline)
@@ -176,15 +170,14 @@ inline bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint
 // An inline SEND of sge (sge[0] is h). Inline sends are signaled one in signal_every
 // (and when a flush asks): that completion retires every send before it, and says how
 // many in its id.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline bool Engine<F>::post_inline(Link<F>& l, wire::Header& h, const fabric::Sge* sge, int n,
                                    bool ctrl) {
   stamp(l, h);
-  uint32_t unsignaled = l.unsignaled + 1;  // counting this one
+  uint32_t unsignaled = l.sq.next_inline();  // counting this one
   uint32_t flags = fabric::kSendInline;
   uint64_t wr = wr_id(kWrInline, 0);
-  if (unsignaled >= l.signal_every) [[unlikely]] {
+  if (l.sq.must_signal(unsignaled)) [[unlikely]] {
     flags |= fabric::kSendSignaled;
     wr = wr_id(kWrInline, unsignaled);  // the sends its completion retires
     unsignaled = 0;
@@ -192,15 +185,14 @@ inline bool Engine<F>::post_inline(Link<F>& l, wire::Header& h, const fabric::Sg
   int rc = fabric_.send(l.conn, sge, n, flags, wr);
   if (rc != RDMX_OK) [[unlikely]]
     return send_failed(l, rc);
-  l.unsignaled = unsignaled;
+  l.sq.posted_inline(unsignaled);
   ++stats_.inline_sends;
   posted(l, ctrl);
   return true;
 }
 
 // A SEND too large to go inline: copied into a registered bounce buffer.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 bool Engine<F>::post_bounce(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len,
                             const void* payload, uint64_t payload_len, bool ctrl) {
   int bounce = take_bounce();
@@ -213,7 +205,7 @@ bool Engine<F>::post_bounce(Link<F>& l, wire::Header& h, const void* extra, uint
   std::memcpy(b, &h, sizeof h);
   if (extra_len) std::memcpy(b + sizeof h, extra, extra_len);
   if (payload_len) std::memcpy(b + sizeof h + extra_len, payload, payload_len);
-  fabric::Sge sge{b, uint32_t(sizeof h + extra_len + payload_len), bounce_region_.desc()};
+  fabric::Sge sge{b, uint32_t(sizeof h + extra_len + payload_len), bounce_reg_.region().desc()};
   if (int rc = fabric_.send(l.conn, &sge, 1, fabric::kSendSignaled,
                             wr_id(kWrBounce, uint64_t(bounce)))) {
     bounce_free_.push_back(uint32_t(bounce));
@@ -224,33 +216,22 @@ bool Engine<F>::post_bounce(Link<F>& l, wire::Header& h, const void* extra, uint
 }
 
 // Posted: the message has its sequence number, and what it returned is paid.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline void Engine<F>::posted(Link<F>& l, bool ctrl) {
   ++l.send_seq;
-  ++l.sq_used;
-  l.to_return = 0;
-  l.ctrl_to_return = 0;
-  l.credit_due = false;
-  if (!l.peer_shared) {  // a peer's shared queue has no per-connection credits
-    if (ctrl)
-      --l.ctrl_credits;
-    else
-      --l.credits;
-  }
+  l.sq.take();
+  l.credits.spend(ctrl);
 }
 
 // The fabric refused a send: full (retried on a completion) or broken (the link fails).
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 bool Engine<F>::send_failed(Link<F>& l, int rc) {
   if (rc != RDMX_ERR_AGAIN)
     fail_link(l, rc, "posting a send to rank " + std::to_string(l.peer->rank) + " failed");
   return false;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::take_bounce() {
   if (bounce_free_.empty()) return -1;
   int b = int(bounce_free_.back());
@@ -258,8 +239,7 @@ int Engine<F>::take_bounce() {
   return b;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::queue_control(Peer<F>& p, wire::Type t, uint64_t sender_request) {
   if (p.failed) return;
   p.control.push({uint8_t(t), sender_request});
@@ -269,8 +249,7 @@ void Engine<F>::queue_control(Peer<F>& p, wire::Type t, uint64_t sender_request)
 
 // Sends what can go: control messages first, then the backlog in order, then an
 // explicit credit return if one is due and nothing carried it.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::drain(Peer<F>& p) {
   Link<F>* l = p.link.get();
   while (can_send(*l)) {
@@ -287,44 +266,39 @@ void Engine<F>::drain(Peer<F>& p) {
     if (p.backlog.empty()) break;
     if (!transmit(p, *static_cast<Req*>(p.backlog.first->owner))) return;
   }
-  if (l->credit_due && l->ready && l->ctrl_credits > 0 && l->sq_used < l->attrs.max_send_wr &&
-      (l->to_return || l->ctrl_to_return)) {
+  if (l->credits.due() && l->state.ready() && l->credits.ctrl_available() > 0 && l->sq.has_room() &&
+      l->credits.owes()) {
     wire::Header h{};
     h.version_type = wire::Header::make_vt(wire::Type::Credit);
     h.source = rank_;
     if (post(*l, h, nullptr, 0, nullptr, 0, true)) ++stats_.credit_messages;
-  } else if (!l->credits && !p.backlog.empty()) {
+  } else if (!l->credits.available() && !p.backlog.empty()) {
     ++stats_.credit_stalls;
   }
-  p.pending = !p.control.empty() || !p.backlog.empty() || l->credit_due;
+  p.pending = !p.control.empty() || !p.backlog.empty() || l->credits.due();
 }
 
 // Only unsignaled sends are outstanding: nothing will say they completed unless a
 // signaled one follows. Sends a credit message, signaled, if a credit allows it.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 bool Engine<F>::flush_unsignaled(Link<F>& l) {
-  if (!l.unsignaled || !l.ready || l.sq_used >= l.attrs.max_send_wr) return false;
-  bool ctrl = l.ctrl_credits > 0;
-  if (!ctrl && !l.credits && !l.peer_shared) return false;  // wait for the peer's credits
+  if (!l.sq.unsignaled() || !l.state.ready() || !l.sq.has_room()) return false;
+  bool ctrl = l.credits.ctrl_available() > 0;
+  if (!ctrl && !l.credits.available() && !l.credits.peer_shared())
+    return false;  // wait for the peer's credits
   wire::Header h{};
   h.version_type = wire::Header::make_vt(wire::Type::Credit);
   h.source = rank_;
-  uint32_t every = l.signal_every;
-  l.signal_every = 1;  // this one is signaled
-  bool sent = post(l, h, nullptr, 0, nullptr, 0, ctrl);
-  l.signal_every = every;
-  return sent;
+  return l.sq.signaled([&] { return post(l, h, nullptr, 0, nullptr, 0, ctrl); });
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline void Engine<F>::on_send_done(void* user, uint64_t wr) {
   auto* l = static_cast<Link<F>*>(user);
   if (wr_kind(wr) == kWrInline) {
-    l->sq_used -= uint32_t(wr_value(wr));  // this send and the unsignaled ones before it
+    l->sq.release(uint32_t(wr_value(wr)));  // this send and the unsignaled ones before it
   } else {
-    --l->sq_used;
+    l->sq.release();
     bounce_free_.push_back(uint32_t(wr_value(wr)));
     if (!bounce_waiters_.empty()) {
       std::vector<Peer<F>*> waiting;
@@ -332,12 +306,11 @@ inline void Engine<F>::on_send_done(void* user, uint64_t wr) {
       for (Peer<F>* p : waiting) pump(*p);
     }
   }
-  if (l->state == Link<F>::State::Open && l->peer->link.get() == l) pump(*l->peer);
+  if (l->state.open() && l->peer->link.get() == l) pump(*l->peer);
 }
 
 // A message to this rank itself never touches the fabric: it is matched here.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::send_to_self(Req& r) {
   if (Req* rr = static_cast<Req*>(posted_.match(r.cid, rank_, r.tag))) {
     deliver(*rr, rank_, r.tag, r.buf, r.len);

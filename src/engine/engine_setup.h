@@ -10,8 +10,7 @@
 
 namespace rdmx::engine {
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings& s,
                     std::string& err) {
   if (size < 1 || rank < 0 || rank >= size) {
@@ -48,18 +47,16 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
     err = "out of memory for send buffers";
     return RDMX_ERR_NO_MEMORY;
   }
-  rc = fabric_.reg(bounce_mem_.get(), size_t(kBounce) * recv_buf_size_, fabric::kLocalWrite,
-                   bounce_region_, err);
+  rc = bounce_reg_.reg(fabric_, bounce_mem_.get(), size_t(kBounce) * recv_buf_size_,
+                       fabric::kLocalWrite, err);
   if (rc) return rc;
-  bounce_registered_ = true;
   for (uint32_t i = kBounce; i-- > 0;) bounce_free_.push_back(i);
   return RDMX_OK;
 }
 
 // One pool of receive buffers for all connections: memory grows with the pool, not
 // with the number of peers. Flow control is then the fabric's RNR retry.
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::setup_shared_receive(std::string& err) {
   uint32_t n = uint32_t(settings_.credits) * 4;
   if constexpr (requires { fabric_.shared_receive_depth(); })
@@ -69,10 +66,9 @@ int Engine<F>::setup_shared_receive(std::string& err) {
     err = "out of memory for the shared receive queue";
     return RDMX_ERR_NO_MEMORY;
   }
-  if (int rc = fabric_.reg(shared_mem_.get(), size_t(n) * recv_buf_size_, fabric::kLocalWrite,
-                           shared_region_, err))
+  if (int rc = shared_reg_.reg(fabric_, shared_mem_.get(), size_t(n) * recv_buf_size_,
+                               fabric::kLocalWrite, err))
     return rc;
-  shared_registered_ = true;
   for (uint32_t i = 0; i < n; ++i)
     if (int rc = post_shared(i)) {
       err = std::string("posting shared receive buffers failed: ") + rdmx_strerror(rc);
@@ -81,17 +77,15 @@ int Engine<F>::setup_shared_receive(std::string& err) {
   return RDMX_OK;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::post_shared(uint64_t index) {
   if constexpr (kHasSharedReceive)
     return fabric_.post_shared_recv(shared_mem_.get() + index * recv_buf_size_, recv_buf_size_,
-                                    shared_region_, wr_id(kWrShared, index));
+                                    shared_reg_.region(), wr_id(kWrShared, index));
   return RDMX_ERR_UNSUPPORTED;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::add_peer(int32_t rank, const void* addr, size_t len) {
   if (rank < 0 || rank >= size_)
     return error(RDMX_ERR_INVALID, "add_peer: rank " + std::to_string(rank) + " is outside 0.." +
@@ -105,16 +99,14 @@ int Engine<F>::add_peer(int32_t rank, const void* addr, size_t len) {
   return RDMX_OK;
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 inline int Engine<F>::progress() {
   if (connecting_ && (++progress_calls_ & 63) == 0) [[unlikely]]
     check_connect_timeouts();
   return fabric_.progress(*this);  // last: a tail call
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 void Engine<F>::finalize() {
   // Let sends already handed to the fabric finish (bounded), so that a message sent
   // just before finalize is not cut off with the connection.
@@ -123,35 +115,33 @@ void Engine<F>::finalize() {
     bool busy = false;
     for (auto& p : peers_) {
       Link<F>* l = p.link.get();
-      if (l && l->state == Link<F>::State::Open &&
-          (l->sq_used > 0 || (!p.backlog.empty() && !p.failed))) {
+      if (l && l->state.open() && (l->sq.used() > 0 || (!p.backlog.empty() && !p.failed))) {
         busy = true;
-        if (l->sq_used == l->unsignaled && p.backlog.empty()) flush_unsignaled(*l);
+        if (l->sq.only_unsignaled() && p.backlog.empty()) flush_unsignaled(*l);
       }
     }
     if (!busy || std::chrono::steady_clock::now() > deadline) break;
     progress();
   }
   for (auto& p : peers_) {
-    if (p.link && p.link->state != Link<F>::State::Closed) {
-      close_link(*p.link);
+    if (p.link && !p.link->state.closed()) {
+      p.link->state.set_closed();
       fabric_.disconnect(p.link->conn);
     }
   }
 }
 
-template <class F>
-requires fabric::Fabric<F> Engine<F>::~Engine() {
+template <fabric::Fabric F>
+Engine<F>::~Engine() {
+  // The registrations go while the fabric is still there (it is destroyed first).
   for (auto& p : peers_)
-    if (p.link && p.link->recv_registered) fabric_.dereg(p.link->recv_region);
-  for (auto& l : graveyard_)
-    if (l->recv_registered) fabric_.dereg(l->recv_region);
-  if (bounce_registered_) fabric_.dereg(bounce_region_);
-  if (shared_registered_) fabric_.dereg(shared_region_);
+    if (p.link) p.link->recv_reg.reset();
+  for (auto& l : graveyard_) l->recv_reg.reset();
+  bounce_reg_.reset();
+  shared_reg_.reset();
 }
 
-template <class F>
-requires fabric::Fabric<F>
+template <fabric::Fabric F>
 int Engine<F>::error(int code, const std::string& what) {
   last_error_ = what;
   RDMX_LOG(LogLevel::Error, rank_, "%s", what.c_str());

@@ -3,8 +3,8 @@
 
 #include <cstdint>
 
-#include "core/object_pool.h"
-#include "core/payload_pool.h"
+#include "container/object_pool.h"
+#include "container/payload_pool.h"
 #include "match/posted_queue.h"
 #include "match/unexpected_queue.h"
 #include "rdmx/rdmx.h"

@@ -9,8 +9,8 @@
 #include <memory>
 #include <vector>
 
-#include "match/fifo.h"
-#include "match/intrusive_list.h"
+#include "container/fifo.h"
+#include "container/intrusive_list.h"
 #include "match/match_key.h"
 
 namespace rdmx {

@@ -23,6 +23,8 @@ class EngineTest : public ::testing::TestWithParam<std::string> {
            const std::function<SettingList(int)>& settings_for = nullptr) {
     run_world(GetParam(), n, body, settings, settings_for);
   }
+  // What the backend under test can do: branch or skip on this, not on its name.
+  Capabilities caps() const { return capabilities(GetParam()); }
 };
 
 // A deterministic byte pattern for (seed, index), so receivers can verify payloads.

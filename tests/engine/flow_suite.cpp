@@ -18,7 +18,7 @@ TEST_P(EngineTest, CreditExhaustionWithSlowReceiver) {
   constexpr int kN = 500;
   // With a shared receive queue there are no credits: the fabric's RNR retry holds
   // the sender instead, and nothing may be lost or reordered either way.
-  bool credits = GetParam().find("-srq") == std::string::npos;
+  bool credits = !caps().shared_receive;
   run(
       2,
       [credits](Rank& r) {
@@ -241,9 +241,9 @@ void stress(Rank& r, int per_pair) {
 
 TEST_P(EngineTest, RandomizedStress) {
   // 100,000 messages in all where the fabric is fast; fewer on emulated RDMA.
-  int total = GetParam() == "loopback"                                  ? 100000
-              : GetParam() == "loopback-srq" || GetParam() == "ofi-tcp" ? 30000
-                                                                        : 3000;
+  using Speed = Capabilities::Speed;
+  Speed rate = caps().message_rate;
+  int total = rate == Speed::High ? 100000 : rate == Speed::Medium ? 30000 : 3000;
   if (const char* n = std::getenv("RDMX_TEST_STRESS_MESSAGES")) total = std::atoi(n);
   run(3, [total](Rank& r) { stress(r, total / 6); });
 }

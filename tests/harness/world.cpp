@@ -106,27 +106,31 @@ void run_threads(int n, const std::function<void(Rank&)>& body, const SettingLis
 
 }  // namespace
 
-// A backend name is a fabric and, for libfabric, a provider.
+// A backend name is a fabric and, for libfabric, a provider, with what it can do.
 struct BackendSpec {
   std::string fabric;
   SettingList settings;
-  bool processes;
+  Capabilities caps;
 };
 
 BackendSpec spec_of(const std::string& backend) {
-  if (backend == "loopback") return {"loopback", {}, false};
-  if (backend == "loopback-srq") return {"loopback", {{"RDMX_SRQ", "1"}}, false};
-  if (backend == "ofi-tcp") return {"ofi", {{"RDMX_OFI_PROVIDER", "tcp"}}, true};
-  if (backend == "ofi-verbs") return {"ofi", {{"RDMX_OFI_PROVIDER", "verbs"}}, true};
-  if (backend == "verbs") return {"verbs", {}, true};
-  if (backend == "verbs-srq") return {"verbs", {{"RDMX_SRQ", "1"}}, true};
-  return {"", {}, false};
+  using S = Capabilities::Speed;
+  if (backend == "loopback") return {"loopback", {}, {true, false, S::High, S::High}};
+  if (backend == "loopback-srq")
+    return {"loopback", {{"RDMX_SRQ", "1"}}, {true, true, S::Medium, S::Medium}};
+  if (backend == "ofi-tcp")
+    return {"ofi", {{"RDMX_OFI_PROVIDER", "tcp"}}, {false, false, S::Medium, S::High}};
+  if (backend == "ofi-verbs")
+    return {"ofi", {{"RDMX_OFI_PROVIDER", "verbs"}}, {false, false, S::Low, S::Low}};
+  if (backend == "verbs") return {"verbs", {}, {false, false, S::Low, S::Low}};
+  if (backend == "verbs-srq") return {"verbs", {{"RDMX_SRQ", "1"}}, {false, true, S::Low, S::Low}};
+  return {"", {}, {}};
 }
 
 std::string probe_backend(const std::string& backend) {
   BackendSpec s = spec_of(backend);
   if (s.fabric.empty()) return "unknown backend name";
-  if (!s.processes) return "";
+  if (s.caps.in_process) return "";
   return probe_init(s.fabric, s.settings);
 }
 
@@ -168,6 +172,8 @@ std::string probe_init(const std::string& fabric, const SettingList& settings) {
   return why;
 }
 
+Capabilities capabilities(const std::string& backend) { return spec_of(backend).caps; }
+
 std::string backend_unavailable(const std::string& backend) {
   static std::mutex mu;
   static std::map<std::string, std::string> known;
@@ -180,7 +186,7 @@ std::string backend_unavailable(const std::string& backend) {
 void run_world(const std::string& backend, int n, const std::function<void(Rank&)>& body,
                const SettingList& settings, const std::function<SettingList(int)>& settings_for) {
   BackendSpec s = spec_of(backend);
-  if (!s.processes) return run_threads(n, body, s.settings + settings, settings_for);
+  if (s.caps.in_process) return run_threads(n, body, s.settings + settings, settings_for);
   run_processes(
       n, s.fabric,
       [&](int r) {

@@ -3,6 +3,7 @@
 // multi-process backends run each rank in a child process.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -28,10 +29,18 @@ class Rank {
   std::function<void()> barrier_fn;
 };
 
-// The backends this machine can run, as test parameters.
-struct Backend {
-  std::string name;  // loopback, ofi-tcp, verbs
+// What a backend can do: tests ask for a capability instead of testing a backend's
+// name (loopback, loopback-srq, ofi-tcp, ofi-verbs, verbs, verbs-srq).
+struct Capabilities {
+  enum class Speed : uint8_t { Low, Medium, High };
+  bool in_process = false;          // the ranks are threads of this process, not processes
+  bool shared_receive = false;      // receives come from a shared queue: no credits to count
+  Speed message_rate = Speed::Low;  // sizes the tests that send many messages
+  Speed bandwidth = Speed::Low;     // sizes the tests that move large messages
 };
+
+// The capabilities of a backend name (all false and Low for an unknown name).
+Capabilities capabilities(const std::string& backend);
 
 // Runs body on n ranks; settings: extra settings for every rank (and for one rank, from
 // settings_for).

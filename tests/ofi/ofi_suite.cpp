@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,40 @@ bool read_address(int fd, std::vector<uint8_t>& peer) {
   if (::read(fd, &len, 4) != 4 || len > 256) return false;
   peer.resize(len);
   return ::read(fd, peer.data(), len) == ssize_t(len);
+}
+
+// A rank in a child process, with a pipe each way for the address exchange: body runs
+// in the child with its ends (to the parent, from the parent) and must not return. pid
+// is negative if the pipes or the fork failed.
+struct ChildRank {
+  pid_t pid = -1;
+  int from_child = -1;
+  int to_child = -1;
+};
+ChildRank fork_rank(const std::function<void(int to_parent, int from_parent)>& body) {
+  int up[2], down[2];
+  if (::pipe(up) != 0) return {};
+  if (::pipe(down) != 0) {
+    ::close(up[0]);
+    ::close(up[1]);
+    return {};
+  }
+  std::fflush(stdout);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(up[0]);
+    ::close(down[1]);
+    body(up[1], down[0]);
+    _exit(0);
+  }
+  ::close(up[1]);
+  ::close(down[0]);
+  if (pid < 0) {
+    ::close(up[0]);
+    ::close(down[1]);
+    return {};
+  }
+  return {pid, up[0], down[1]};
 }
 
 // Progresses every context until req completes or the time runs out.
@@ -153,19 +188,10 @@ TEST_F(OfiTcp, AnAddressOfAnotherFabricIsRefusedClearly) {
 
 TEST_F(OfiTcp, PeerKilledMidRendezvousFailsPendingRequestsInBoundedTime) {
   constexpr size_t kSize = 64 << 20;  // 16384 READs of 4 KiB, one at a time
-  int up[2], down[2];
-  ASSERT_EQ(::pipe(up), 0);
-  ASSERT_EQ(::pipe(down), 0);
-  std::fflush(stdout);
-  pid_t pid = ::fork();
+  ChildRank child =
+      fork_rank([](int to_parent, int from_parent) { doomed_rank(to_parent, from_parent, kSize); });
+  pid_t pid = child.pid;
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::close(up[0]);
-    ::close(down[1]);
-    doomed_rank(up[1], down[0], kSize);
-  }
-  ::close(up[1]);
-  ::close(down[0]);
   struct Reaper {
     pid_t pid;
     ~Reaper() {
@@ -179,8 +205,8 @@ TEST_F(OfiTcp, PeerKilledMidRendezvousFailsPendingRequestsInBoundedTime) {
       open_ctx(0, 2, 99, {{"RDMX_RNDV_CHUNK", "4096"}, {"RDMX_MAX_RD_ATOMIC", "1"}});
   ASSERT_TRUE(c);
   std::vector<uint8_t> peer;
-  ASSERT_TRUE(read_address(up[0], peer));
-  ASSERT_TRUE(send_address(down[1], c));
+  ASSERT_TRUE(read_address(child.from_child, peer));
+  ASSERT_TRUE(send_address(child.to_child, c));
   rdmx_add_peer(c, 1, peer.data(), peer.size());
 
   // Rank 0 reads rank 1's message, rank 1 reads rank 0's, and one more receive waits
@@ -198,9 +224,9 @@ TEST_F(OfiTcp, PeerKilledMidRendezvousFailsPendingRequestsInBoundedTime) {
   for (;;) {
     rdmx_progress(c);
     if (!child_reading) {
-      pollfd p{up[0], POLLIN, 0};
+      pollfd p{child.from_child, POLLIN, 0};
       char ch;
-      if (::poll(&p, 1, 0) == 1 && ::read(up[0], &ch, 1) == 1) child_reading = true;
+      if (::poll(&p, 1, 0) == 1 && ::read(child.from_child, &ch, 1) == 1) child_reading = true;
     }
     rdmx_stats_t st{};
     rdmx_get_stats(c, &st);
@@ -233,19 +259,11 @@ TEST_F(OfiTcp, PeerKilledMidRendezvousFailsPendingRequestsInBoundedTime) {
 // when they arrive together with the connection's shutdown.
 TEST_F(OfiTcp, MessagesSentBeforeThePeerLeftAreNotLost) {
   constexpr int kCount = 50;  // within the credit window: the sender never waits
-  int up[2], down[2];
-  ASSERT_EQ(::pipe(up), 0);
-  ASSERT_EQ(::pipe(down), 0);
-  std::fflush(stdout);
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::close(up[0]);
-    ::close(down[1]);
+  ChildRank child = fork_rank([](int to_parent, int from_parent) {
     rdmx_context_t* c = open_ctx(1, 2, 5);
     if (!c) _exit(2);
     std::vector<uint8_t> peer;
-    if (!send_address(up[1], c) || !read_address(down[0], peer)) _exit(3);
+    if (!send_address(to_parent, c) || !read_address(from_parent, peer)) _exit(3);
     rdmx_add_peer(c, 0, peer.data(), peer.size());
     for (uint32_t i = 0; i < kCount; ++i) {
       rdmx_request_t* r = nullptr;
@@ -256,14 +274,14 @@ TEST_F(OfiTcp, MessagesSentBeforeThePeerLeftAreNotLost) {
     }
     rdmx_finalize(c);
     _exit(0);
-  }
-  ::close(up[1]);
-  ::close(down[0]);
+  });
+  pid_t pid = child.pid;
+  ASSERT_GE(pid, 0);
   rdmx_context_t* c = open_ctx(0, 2, 5);
   ASSERT_TRUE(c);
   std::vector<uint8_t> peer;
-  ASSERT_TRUE(read_address(up[0], peer));
-  ASSERT_TRUE(send_address(down[1], c));
+  ASSERT_TRUE(read_address(child.from_child, peer));
+  ASSERT_TRUE(send_address(child.to_child, c));
   rdmx_add_peer(c, 1, peer.data(), peer.size());
   // Progress until the peer has connected, then let it send everything and leave
   // while this side does not look.

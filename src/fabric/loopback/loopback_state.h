@@ -12,7 +12,7 @@
 #include <vector>
 #include "core/spinlock.h"
 
-#include "core/ring.h"
+#include "container/ring.h"
 #include "fabric/fabric.h"
 
 namespace rdmx::loopback {

@@ -33,7 +33,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/ring.h"
+#include "container/ring.h"
 #include "fabric/fabric.h"
 #include "fabric/ofi/ofi_resource.h"
 

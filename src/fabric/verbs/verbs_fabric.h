@@ -20,8 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "container/ring.h"
 #include "core/log.h"
-#include "core/ring.h"
 #include "fabric/fabric.h"
 #include "fabric/verbs/verbs_conn.h"
 #include "fabric/verbs/verbs_device.h"

@@ -1,4 +1,4 @@
-#include "core/payload_pool.h"
+#include "container/payload_pool.h"
 
 #include <bit>
 #include <new>

@@ -1,4 +1,6 @@
-// The engine instantiated over the loopback fabric.
+// The engine instantiated over the loopback fabric, and the context that the API makes
+// of it. The instantiation lives here, above both, so that the fabric knows nothing of
+// the engine or the API.
 #include "api/engine_context.h"
 #include "fabric/loopback/loopback_fabric.h"
 
