@@ -21,16 +21,23 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// Ranks 0 and 1 exchange one message, so that the waits that follow are not for a
+// connection.
+void connect_pair(Rank& r) {
+  int token = 0;
+  rdmx_request_t* first = nullptr;
+  if (r.rank == 0) first = isend(r, 1, 1, &token, sizeof token);
+  if (r.rank == 1) first = irecv(r, 0, 1, &token, sizeof token);
+  r.finish(first);
+  r.barrier();
+}
+
 // Rank 1 waits for a message that rank 0 sends 400 ms late: the wait must take most of
 // those 400 ms of wall time but only a fraction of them on the processor.
 TEST_P(EngineTest, AWaitingRankSleeps) {
   run(2, [](Rank& r) {
     int token = 0;
-    rdmx_request_t* first = nullptr;  // connects the two ranks before the timed wait
-    if (r.rank == 0) first = isend(r, 1, 1, &token, sizeof token);
-    if (r.rank == 1) first = irecv(r, 0, 1, &token, sizeof token);
-    r.finish(first);
-    r.barrier();
+    connect_pair(r);
     if (r.rank == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(400));
       token = 42;
@@ -76,11 +83,7 @@ TEST_P(EngineTest, WaitsEndWithinTheirBound) {
 TEST_P(EngineTest, WaitEventWakesOnArrival) {
   run(2, [](Rank& r) {
     int token = 0;
-    rdmx_request_t* first = nullptr;
-    if (r.rank == 0) first = isend(r, 1, 1, &token, sizeof token);
-    if (r.rank == 1) first = irecv(r, 0, 1, &token, sizeof token);
-    r.finish(first);
-    r.barrier();
+    connect_pair(r);
     if (r.rank == 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       token = 7;
