@@ -136,7 +136,8 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
     RDMX_LOG(reason == RejectReason::Duplicate ? LogLevel::Info : LogLevel::Warn, rank_,
              "rejecting a connection request: %s (%s)", protocol::reject_reason_text(reason),
              why.c_str());
-    CmMessage r = protocol::make_cm(CmKind::Reject, job_key_, rank_, m.src_rank);
+    // A reject goes to whoever asked, member or not: it carries no job key.
+    CmMessage r = protocol::make_cm(CmKind::Reject, 0, rank_, m.src_rank);
     r.reason = reason;
     fabric_.reject(req, &r, sizeof r);
     return;
@@ -151,7 +152,7 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
   if (rc == RDMX_OK && !setup_link(*l, err)) rc = RDMX_ERR_NO_MEMORY;
   if (rc != RDMX_OK) {
     error(rc, "cannot accept rank " + std::to_string(m.src_rank) + ": " + err);
-    CmMessage r = protocol::make_cm(CmKind::Reject, job_key_, rank_, m.src_rank);
+    CmMessage r = protocol::make_cm(CmKind::Reject, 0, rank_, m.src_rank);
     r.reason = RejectReason::Resources;
     fabric_.reject(req, &r, sizeof r);
     if (l->conn) retire(std::move(l));

@@ -154,7 +154,7 @@ struct RawSink {
   void on_wr_error(void*, uint64_t, fabric::Failure, const char*) {}
 };
 
-protocol::RejectReason raw_connect(rdmx_context_t* target, const void* pdata, size_t len) {
+protocol::CmMessage raw_connect_reply(rdmx_context_t* target, const void* pdata, size_t len) {
   std::vector<uint8_t> addr = address_of(target);
   loopback::Fabric raw;
   std::string err;
@@ -169,7 +169,11 @@ protocol::RejectReason raw_connect(rdmx_context_t* target, const void* pdata, si
     raw.progress(sink);
   }
   EXPECT_TRUE(sink.rejected);
-  return sink.reply.reason;
+  return sink.reply;
+}
+
+protocol::RejectReason raw_connect(rdmx_context_t* target, const void* pdata, size_t len) {
+  return raw_connect_reply(target, pdata, len).reason;
 }
 
 TEST_F(LoopbackFaults, ForeignAndCorruptPrivateDataAreRejected) {
@@ -195,7 +199,9 @@ TEST_F(LoopbackFaults, ForeignAndCorruptPrivateDataAreRejected) {
   EXPECT_EQ(raw_connect(c, &bad, sizeof bad), protocol::RejectReason::UnknownRank);
   bad = m;
   bad.job_key = 6;
-  EXPECT_EQ(raw_connect(c, &bad, sizeof bad), protocol::RejectReason::WrongJob);
+  protocol::CmMessage reply = raw_connect_reply(c, &bad, sizeof bad);
+  EXPECT_EQ(reply.reason, protocol::RejectReason::WrongJob);
+  EXPECT_EQ(reply.job_key, 0u) << "a reject told a stranger the job key";
   rdmx_finalize(c);
 }
 
