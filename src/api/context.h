@@ -42,6 +42,7 @@ class Context {
 std::unique_ptr<Context> make_loopback_context();
 std::unique_ptr<Context> make_verbs_context();
 std::unique_ptr<Context> make_ofi_context();
+std::unique_ptr<Context> make_shm_context();
 
 // The fabric RDMX_FABRIC=auto resolves to on this machine, or "" with a reason.
 std::string resolve_auto_fabric(std::string& why);

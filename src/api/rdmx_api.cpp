@@ -38,6 +38,7 @@ std::unique_ptr<rdmx::Context> make_context(const std::string& fabric, std::stri
   if (name == "loopback") c = rdmx::make_loopback_context();
   if (name == "verbs") c = rdmx::make_verbs_context();
   if (name == "ofi") c = rdmx::make_ofi_context();
+  if (name == "shm") c = rdmx::make_shm_context();
   if (!c) why = "the " + name + " fabric is not built into this rdmx (see ./configure's summary)";
   return c;
 }

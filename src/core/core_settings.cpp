@@ -5,7 +5,7 @@ namespace rdmx {
 namespace {
 
 constexpr int64_t kGiB = int64_t(1) << 30;
-constexpr const char* kFabrics[] = {"auto", "loopback", "verbs", "ofi", nullptr};
+constexpr const char* kFabrics[] = {"auto", "loopback", "verbs", "ofi", "shm", nullptr};
 constexpr const char* kIdle[] = {"sleep", "spin", nullptr};
 
 constexpr SettingDecl kDecls[] = {
@@ -13,7 +13,9 @@ constexpr SettingDecl kDecls[] = {
      .type = RDMX_SETTING_CHOICE,
      .def_text = "auto",
      .choices = kFabrics,
-     .help = "fabric backend: auto = verbs if an RDMA device exists, else libfabric tcp",
+     .help = "fabric backend for peers on other hosts: auto = verbs if an RDMA device exists, else "
+             "libfabric tcp; shm = shared memory only (every rank on this host); peers on this "
+             "host use shared memory unless RDMX_SHM=off",
      .store_text = store_text<&Settings::fabric>},
     {.name = "RDMX_EAGER_LIMIT",
      .type = RDMX_SETTING_INT,

@@ -54,5 +54,6 @@ extern const SettingGroup kCoreSettings;       // src/core/core_settings.cpp
 extern const SettingGroup kOfiSettings;        // src/fabric/ofi/ofi_settings.cpp
 extern const SettingGroup kVerbsSettings;      // src/fabric/verbs/verbs_settings.cpp
 extern const SettingGroup kLoopbackSettings;   // src/fabric/loopback/loopback_settings.cpp
+extern const SettingGroup kShmSettings;        // src/fabric/shm/shm_settings.cpp
 extern const SettingGroup kBootstrapSettings;  // src/bootstrap/bootstrap_settings.cpp
 }  // namespace rdmx

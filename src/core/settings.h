@@ -26,6 +26,8 @@ struct Settings {
   std::string idle;              // RDMX_IDLE: sleep|spin
   uint64_t loopback_rd_atom;     // RDMX_LOOPBACK_DEVICE_RD_ATOM
   uint64_t loopback_max_inline;  // RDMX_LOOPBACK_MAX_INLINE
+  std::string shm;               // RDMX_SHM: auto|on|off
+  std::string shm_read;          // RDMX_SHM_READ: auto|cma|copy
   int64_t rank;                  // RDMX_RANK (-1: unset), for rdmx_init_bootstrap
   int64_t size;                  // RDMX_SIZE (-1: unset)
   std::string bootstrap;         // RDMX_BOOTSTRAP, host:port where rank 0 listens

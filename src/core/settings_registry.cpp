@@ -9,7 +9,7 @@ namespace rdmx {
 namespace {
 
 const SettingGroup* const kGroups[] = {&kCoreSettings, &kOfiSettings, &kVerbsSettings,
-                                       &kLoopbackSettings, &kBootstrapSettings};
+                                       &kLoopbackSettings, &kShmSettings, &kBootstrapSettings};
 
 std::string accepted_text(const SettingDecl& d) {
   switch (d.type) {

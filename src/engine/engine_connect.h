@@ -22,12 +22,20 @@ bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
   l.recv_buf_size = recv_buf_size_;
   if (settings_.srq) return true;  // receives come from the shared queue
   l.recv_bufs = l.credits.window() + kCtrlCredits;
-  l.recv_mem = alloc_aligned(size_t(l.recv_bufs) * l.recv_buf_size);
-  if (!l.recv_mem) {
+  // A fabric may place the receive buffers itself, where its peer writes into them.
+  if constexpr (requires(uint8_t * m) { fabric_.recv_memory(l.conn, 0u, 0u, &m, err); }) {
+    if (fabric_.recv_memory(l.conn, l.recv_bufs, l.recv_buf_size, &l.recv_base, err))
+      return false;
+  }
+  if (!l.recv_base) {
+    l.recv_mem = alloc_aligned(size_t(l.recv_bufs) * l.recv_buf_size);
+    l.recv_base = l.recv_mem.get();
+  }
+  if (!l.recv_base) {
     err = "out of memory for receive buffers";
     return false;
   }
-  if (l.recv_reg.reg(fabric_, l.recv_mem.get(), size_t(l.recv_bufs) * l.recv_buf_size,
+  if (l.recv_reg.reg(fabric_, l.recv_base, size_t(l.recv_bufs) * l.recv_buf_size,
                      fabric::kLocalWrite, err))
     return false;
   std::vector<fabric::RecvBuf> bufs(l.recv_bufs);

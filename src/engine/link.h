@@ -40,12 +40,14 @@ struct Link {
   uint32_t reads_outstanding = 0;
   List read_queue;  // receives with READs still to post
 
-  // Receive buffers posted for this connection, registered once.
+  // Receive buffers posted for this connection, registered once: in recv_mem, or where
+  // the fabric placed them (a shared-memory segment the peer writes into).
   AlignedBuffer recv_mem;
+  uint8_t* recv_base = nullptr;
   Registration<F> recv_reg;
   uint32_t recv_buf_size = 0;
   uint32_t recv_bufs = 0;
-  uint8_t* recv_buf(uint64_t i) { return recv_mem.get() + i * recv_buf_size; }
+  uint8_t* recv_buf(uint64_t i) { return recv_base + i * recv_buf_size; }
 };
 
 // A control message waiting for a credit: FIN or a synchronous-send ack.

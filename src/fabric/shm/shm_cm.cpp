@@ -1,0 +1,303 @@
+// Connection management over the sockets: the handshake (a Connect frame with the
+// active side's segment, answered by Accept with the passive side's, or by Reject),
+// strangers turned away, and the end of a connection's socket as the peer's end.
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "fabric/shm/shm_fabric.h"
+#include "fabric/shm/shm_socket.h"
+
+namespace rdmx::shm {
+namespace {
+
+constexpr auto kRequestDeadline = std::chrono::seconds(10);
+
+}  // namespace
+
+int Fabric::connect(Conn* c, const void* pdata, size_t plen, std::string& err) {
+  if (plen > kConnectDataMax) {
+    err = "connect private data of " + std::to_string(plen) + " bytes exceeds the limit of " +
+          std::to_string(kConnectDataMax);
+    return RDMX_ERR_INVALID;
+  }
+  if (!c->in_h) {
+    err = "the shared-memory fabric needs receive memory before connecting";
+    return RDMX_ERR_INVALID;
+  }
+  c->sock = connect_socket(c->peer_name, err);
+  if (c->sock < 0) {
+    break_conn(c, fabric::Failure::Unreachable, err);
+    return RDMX_OK;
+  }
+  uint32_t uid = 0;
+  if (!peer_credentials(c->sock, c->pid, uid) || uid != host_identity().uid) {
+    break_conn(c, fabric::Failure::Unreachable,
+               "the socket at that shm address belongs to another user (uid " +
+                   std::to_string(uid) + ")");
+    return RDMX_OK;
+  }
+  Frame f{};
+  f.magic = Frame::kMagic;
+  f.kind = Frame::Connect;
+  f.version = kLayoutVersion;
+  f.rd_atomic = rd_atomic_;
+  f.pdata_len = uint32_t(plen);
+  f.probe_addr = reinterpret_cast<uintptr_t>(c->in.base());
+  std::memcpy(f.pdata, pdata, plen);  // padded with zeros, as rdma_cm does
+  if (!send_frame(c->sock, &f, sizeof f, c->in.fd())) {
+    break_conn(c, fabric::Failure::Unreachable,
+               std::string("sending the connect request failed: ") + std::strerror(errno));
+    return RDMX_OK;
+  }
+  c->in.close_fd();
+  c->state = Conn::State::Connecting;
+  ++busy_;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.ptr = static_cast<Watch*>(c);
+  ::epoll_ctl(epfd_, EPOLL_CTL_ADD, c->sock, &ev);
+  return RDMX_OK;
+}
+
+int Fabric::accept(Conn* c, ConnRequest* req, const void* pdata, size_t plen, std::string& err) {
+  if (plen > kAcceptDataMax) {
+    err = "accept private data of " + std::to_string(plen) + " bytes exceeds " +
+          std::to_string(kAcceptDataMax);
+    return RDMX_ERR_INVALID;
+  }
+  if (!c->in_h) {
+    err = "the shared-memory fabric needs receive memory before accepting";
+    return RDMX_ERR_INVALID;
+  }
+  uint32_t depth = std::max(1u, std::min(rd_atomic_, req->frame.rd_atomic));
+  uint64_t probe = req->frame.probe_addr;
+  std::erase_if(requests_, [req](auto& r) { return r.get() == req; });
+  std::string why;
+  if (!attach_peer(c, -1, probe, why)) {
+    break_conn(c, fabric::Failure::Other, why);
+    return RDMX_OK;
+  }
+  Frame f{};
+  f.magic = Frame::kMagic;
+  f.kind = Frame::Accept;
+  f.version = kLayoutVersion;
+  f.rd_atomic = depth;
+  f.pdata_len = uint32_t(plen);
+  f.probe_addr = reinterpret_cast<uintptr_t>(c->in.base());
+  std::memcpy(f.pdata, pdata, plen);
+  if (!send_frame(c->sock, &f, sizeof f, c->in.fd())) {
+    break_conn(c, fabric::Failure::Disconnected, "the connecting side went away");
+    return RDMX_OK;
+  }
+  c->in.close_fd();
+  c->attrs = {};
+  c->attrs.initiator_depth = depth;
+  c->attrs.responder_resources = depth;
+  c->attrs.max_inline = 1u << 30;
+  c->attrs.max_sge = 8;
+  c->attrs.max_send_wr = 1u << 20;
+  c->attrs.rnr_retry = 0;
+  bind_queues(c);
+  CmEvent e;
+  e.kind = CmEvent::Established;
+  e.user = c->user;
+  e.attrs = c->attrs;
+  event(std::move(e));
+  return RDMX_OK;
+}
+
+void Fabric::reject(ConnRequest* req, const void* pdata, size_t plen) {
+  Frame f{};
+  f.magic = Frame::kMagic;
+  f.kind = Frame::Reject;
+  f.version = kLayoutVersion;
+  f.pdata_len = uint32_t(std::min(plen, kAcceptDataMax));
+  std::memcpy(f.pdata, pdata, f.pdata_len);
+  send_frame(req->sock, &f, sizeof f);
+  drop_request(req);
+}
+
+void Fabric::drop_request(ConnRequest* r) {
+  if (r->sock >= 0) ::close(r->sock);  // leaves the epoll set with it
+  r->sock = -1;
+  std::erase_if(requests_, [r](auto& p) { return p.get() == r; });
+  busy_ = uint32_t(std::count_if(conns_.begin(), conns_.end(), [](auto& c) {
+            return c->state == Conn::State::Connecting;
+          }) + std::count_if(requests_.begin(), requests_.end(),
+                             [](auto& q) { return !q->received; }));
+}
+
+int Fabric::poll_sockets() {
+  sockets_due_ = false;
+  epoll_event evs[16];
+  int n = ::epoll_wait(epfd_, evs, 16, 0);
+  for (int i = 0; i < n; ++i) {
+    auto* w = static_cast<Watch*>(evs[i].data.ptr);
+    switch (w->kind) {
+      case Watch::Listener: on_listener(); break;
+      case Watch::Request: on_request_readable(static_cast<ConnRequest*>(w)); break;
+      case Watch::Connection: on_conn_readable(static_cast<Conn*>(w), evs[i].events); break;
+    }
+  }
+  if (!requests_.empty()) expire_requests();
+  if (n == 16) sockets_due_ = true;  // more may be waiting
+  return n;
+}
+
+// A process connects: it must be this user's; what it says is checked when it arrives.
+void Fabric::on_listener() {
+  for (int fd; (fd = accept_socket(listener_)) >= 0;) {
+    pid_t pid = 0;
+    uint32_t uid = 0;
+    if (!peer_credentials(fd, pid, uid) || uid != host_identity().uid ||
+        requests_.size() >= 256) {
+      ::close(fd);  // a stranger, or a flood: nothing is said to it
+      continue;
+    }
+    auto r = std::make_unique<ConnRequest>();
+    r->kind = Watch::Request;
+    r->sock = fd;
+    r->pid = pid;
+    r->since = std::chrono::steady_clock::now();
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.ptr = static_cast<Watch*>(r.get());
+    if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      ::close(fd);
+      continue;
+    }
+    requests_.push_back(std::move(r));
+    ++busy_;
+  }
+}
+
+void Fabric::on_request_readable(ConnRequest* r) {
+  if (r->received) {
+    // The requester went away, or spoke out of turn, before the request was answered:
+    // it is answered anyway, and its socket's end is seen by the connection.
+    return;
+  }
+  int fd = -1;
+  ssize_t n = recv_frame(r->sock, &r->frame, sizeof r->frame, &fd);
+  if (n < 0 && errno == EAGAIN) return;
+  std::string err;
+  bool ok = n == ssize_t(sizeof r->frame) && r->frame.magic == Frame::kMagic &&
+            r->frame.kind == Frame::Connect && r->frame.version == kLayoutVersion &&
+            r->frame.pdata_len <= kConnectDataMax && fd >= 0 &&
+            r->peer_segment.attach(fd, sizeof(SegmentHeader), err) == RDMX_OK;
+  if (!ok) {
+    if (fd >= 0 && !r->peer_segment.base()) ::close(fd);
+    drop_request(r);  // not an rdmx connect request: dropped without an answer
+    return;
+  }
+  r->received = true;
+  --busy_;
+  CmEvent e;
+  e.kind = CmEvent::ConnectRequest;
+  e.request = r;
+  event(std::move(e));
+}
+
+void Fabric::on_conn_readable(Conn* c, uint32_t epoll_events) {
+  if (c->state == Conn::State::Connecting) {
+    Frame f{};
+    int fd = -1;
+    ssize_t n = recv_frame(c->sock, &f, sizeof f, &fd);
+    if (n < 0 && errno == EAGAIN) return;
+    --busy_;
+    std::string err;
+    if (n == ssize_t(sizeof f) && f.magic == Frame::kMagic && f.kind == Frame::Reject) {
+      if (fd >= 0) ::close(fd);
+      c->state = Conn::State::Broken;
+      ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c->sock, nullptr);
+      CmEvent e;
+      e.kind = CmEvent::Rejected;
+      e.user = c->user;
+      e.text = "rejected by the peer";
+      e.pdata_len = std::min<uint32_t>(f.pdata_len, kAcceptDataMax);
+      std::memcpy(e.pdata, f.pdata, e.pdata_len);
+      event(std::move(e));
+      return;
+    }
+    if (n != ssize_t(sizeof f) || f.magic != Frame::kMagic || f.kind != Frame::Accept ||
+        f.version != kLayoutVersion || f.pdata_len > kAcceptDataMax || f.rd_atomic == 0 ||
+        f.rd_atomic > rd_atomic_) {
+      if (fd >= 0) ::close(fd);
+      break_conn(c, fabric::Failure::Unreachable,
+                 n == 0 ? "the peer closed the connection before answering"
+                        : "the peer answered with something that is not an rdmx accept");
+      return;
+    }
+    if (!attach_peer(c, fd, f.probe_addr, err)) {
+      break_conn(c, fabric::Failure::Other, err);
+      return;
+    }
+    c->attrs = {};
+    c->attrs.initiator_depth = f.rd_atomic;
+    c->attrs.responder_resources = f.rd_atomic;
+    c->attrs.max_inline = 1u << 30;
+    c->attrs.max_sge = 8;
+    c->attrs.max_send_wr = 1u << 20;
+    c->attrs.rnr_retry = 0;
+    bind_queues(c);
+    CmEvent e;
+    e.kind = CmEvent::Established;
+    e.user = c->user;
+    e.attrs = c->attrs;
+    e.pdata_len = kAcceptDataMax;
+    std::memcpy(e.pdata, f.pdata, f.pdata_len);
+    event(std::move(e));
+    return;
+  }
+  if (c->state != Conn::State::Established) return;
+  // Wake-ups, and the end of the socket when the peer disconnects or exits.
+  char buf[64];
+  int fd = -1;
+  for (;;) {
+    ssize_t n = recv_frame(c->sock, buf, sizeof buf, &fd);
+    if (fd >= 0) ::close(fd);
+    if (n > 0) continue;
+    if (n < 0 && errno == EAGAIN && !(epoll_events & (EPOLLHUP | EPOLLERR))) return;
+    break;
+  }
+  peer_gone(c);
+}
+
+// The peer's socket ended. What it sent before is delivered first (its arrivals stay
+// readable in this side's segment), then the connection fails (finish_ends()).
+void Fabric::peer_gone(Conn* c) {
+  ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c->sock, nullptr);
+  if (c->ending) return;
+  c->ending = true;
+  ends_.push_back(c);
+}
+
+void Fabric::finish_ends() {
+  for (size_t i = 0; i < ends_.size();) {
+    Conn* c = ends_[i];
+    if (c->established() && !c->arrivals.empty()) {
+      ++i;
+      continue;
+    }
+    ends_.erase(ends_.begin() + ptrdiff_t(i));
+    break_conn(c, fabric::Failure::Disconnected,
+               "the local peer (pid " + std::to_string(c->pid) + ") disconnected or exited");
+  }
+}
+
+void Fabric::expire_requests() {
+  auto now = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < requests_.size();) {
+    ConnRequest* r = requests_[i].get();
+    if (!r->received && now - r->since > kRequestDeadline)
+      drop_request(r);  // said nothing in time
+    else
+      ++i;
+  }
+}
+
+}  // namespace rdmx::shm

@@ -1,0 +1,268 @@
+#include "fabric/shm/shm_fabric.h"
+
+#include <sys/epoll.h>
+#include <sys/uio.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "fabric/shm/shm_socket.h"
+
+namespace rdmx::shm {
+namespace {
+
+// Copy reads go through this many staging slots per direction, each this large.
+constexpr uint32_t kStagingSlots = 4;
+constexpr uint32_t kStagingSlotLen = 64 * 1024;
+
+}  // namespace
+
+bool layout_valid(const SegmentHeader& h, size_t size) {
+  auto inside = [size](uint64_t off, uint64_t len) { return off <= size && len <= size - off; };
+  auto pow2 = [](uint32_t v) { return v && !(v & (v - 1)); };
+  return h.magic == kSegmentMagic && h.version == kLayoutVersion && h.size <= size &&
+         pow2(h.posted_cap) && pow2(h.arrivals_cap) && pow2(h.read_reqs_cap) &&
+         inside(h.posted_off, uint64_t(h.posted_cap) * sizeof(PostedRecv)) &&
+         inside(h.arrivals_off, uint64_t(h.arrivals_cap) * sizeof(Arrival)) &&
+         inside(h.read_reqs_off, uint64_t(h.read_reqs_cap) * sizeof(ReadRequest)) &&
+         inside(h.buffers_off, h.buffers_len) &&
+         inside(h.staging_off, uint64_t(h.staging_slots) * h.staging_slot_len) &&
+         h.posted_off % alignof(PostedRecv) == 0 && h.arrivals_off % alignof(Arrival) == 0 &&
+         h.read_reqs_off % alignof(ReadRequest) == 0;
+}
+
+Fabric::~Fabric() {
+  for (auto& c : conns_)
+    if (c->sock >= 0) ::close(c->sock);
+  for (auto& r : requests_)
+    if (r->sock >= 0) ::close(r->sock);
+  if (listener_ >= 0) ::close(listener_);
+  if (epfd_ >= 0) ::close(epfd_);
+}
+
+int Fabric::open(const Settings& s, int32_t, std::string& err) {
+  rd_atomic_ = uint32_t(s.max_rd_atomic);
+  cma_wanted_ = s.shm_read != "copy";
+  if (s.shm_read == "cma") {
+    std::string why;
+    if (!cma_allowed(why)) {
+      err = "RDMX_SHM_READ=cma, but " + why + "; RDMX_SHM_READ=auto falls back to copies";
+      return RDMX_ERR_UNSUPPORTED;
+    }
+  }
+  epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epfd_ < 0) {
+    err = std::string("epoll_create1 failed: ") + std::strerror(errno);
+    return RDMX_ERR_FABRIC;
+  }
+  listener_ = listen_socket(name_, err);
+  if (listener_ < 0) return RDMX_ERR_FABRIC;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = &listener_watch_;
+  if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, listener_, &ev) != 0) {
+    err = std::string("epoll_ctl failed: ") + std::strerror(errno);
+    return RDMX_ERR_FABRIC;
+  }
+  return RDMX_OK;
+}
+
+size_t Fabric::address(uint8_t* buf, size_t cap) const {
+  Address a{};
+  a.magic = Address::kMagic;
+  a.version = kLayoutVersion;
+  a.host = host_identity();
+  std::memcpy(a.name, name_.data(), std::min(name_.size(), sizeof a.name - 1));
+  if (cap >= sizeof a) std::memcpy(buf, &a, sizeof a);
+  return sizeof a;
+}
+
+bool Fabric::reachable(const uint8_t* addr, size_t len) {
+  Address a;
+  if (len != sizeof a) return false;
+  std::memcpy(&a, addr, sizeof a);
+  return a.magic == Address::kMagic && a.version == kLayoutVersion && a.host == host_identity();
+}
+
+int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, void* user,
+                        Conn** out, std::string& err) {
+  auto c = std::make_unique<Conn>();
+  c->kind = Watch::Connection;
+  c->user = user;
+  c->serial = next_serial_++;
+  c->active = req == nullptr;
+  if (c->active) {
+    Address a;
+    if (addr_len != sizeof a || (std::memcpy(&a, addr, sizeof a), a.magic != Address::kMagic)) {
+      err = "not a shm address (" + std::to_string(addr_len) + " bytes)";
+      return RDMX_ERR_INVALID;
+    }
+    if (!reachable(addr, addr_len)) {
+      err = "the peer is not on this host (or is another user's, or in another network "
+            "namespace): shared memory cannot reach it";
+      return RDMX_ERR_UNREACHABLE;
+    }
+    a.name[sizeof a.name - 1] = 0;
+    c->peer_name = a.name;
+  } else {
+    // The request's socket and segment become the connection's.
+    c->sock = std::exchange(req->sock, -1);
+    c->pid = req->pid;
+    c->out = std::move(req->peer_segment);
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.ptr = static_cast<Watch*>(c.get());
+    ::epoll_ctl(epfd_, EPOLL_CTL_MOD, c->sock, &ev);
+  }
+  *out = c.get();
+  conns_.push_back(std::move(c));
+  return RDMX_OK;
+}
+
+int Fabric::recv_memory(Conn* c, uint32_t count, uint32_t buf_size, uint8_t** out,
+                        std::string& err) {
+  SegmentShape shape{count * buf_size, count, kStagingSlots, kStagingSlotLen};
+  if (uint64_t(count) * buf_size > (uint64_t(1) << 31)) {
+    err = "receive buffers of " + std::to_string(uint64_t(count) * buf_size) +
+          " bytes per connection exceed the shared-memory fabric's 2 GiB";
+    return RDMX_ERR_INVALID;
+  }
+  size_t bytes = lay_out(shape, nullptr);
+  if (int rc = c->in.create(bytes, err)) return rc;
+  c->in_h = new (c->in.base()) SegmentHeader{};
+  lay_out(shape, c->in_h);
+  c->tokens.assign(c->in_h->posted_cap, PostedBuf{0, 0, false});
+  c->free_tokens.clear();
+  for (uint32_t i = c->in_h->posted_cap; i-- > 0;) c->free_tokens.push_back(i);
+  c->slot_read.assign(kStagingSlots, -1);
+  c->slot_offset.assign(kStagingSlots, 0);
+  for (uint32_t i = kStagingSlots; i-- > 0;) c->free_slots.push_back(i);
+  auto* h = c->in_h;
+  c->posted.bind(&h->posted, reinterpret_cast<PostedRecv*>(c->in.base() + h->posted_off),
+                 h->posted_cap);
+  c->arrivals.bind(&h->arrivals, reinterpret_cast<Arrival*>(c->in.base() + h->arrivals_off),
+                   h->arrivals_cap);
+  c->read_reqs.bind(&h->read_reqs,
+                    reinterpret_cast<ReadRequest*>(c->in.base() + h->read_reqs_off),
+                    h->read_reqs_cap);
+  *out = c->in.base() + h->buffers_off;
+  return RDMX_OK;
+}
+
+// Maps the peer's inbound segment (fd) as this side's outbound one, checks it, and
+// decides how READs go: across memory if the kernel lets this process read the peer's
+// (probed on the peer's own segment address), else by copies.
+bool Fabric::attach_peer(Conn* c, int fd, uint64_t probe_addr, std::string& err) {
+  if (fd >= 0 && c->out.attach(fd, sizeof(SegmentHeader), err)) return false;
+  if (!c->out.base()) {
+    err = "the peer sent no shared-memory segment";
+    return false;
+  }
+  c->out_h = reinterpret_cast<SegmentHeader*>(c->out.base());
+  std::memcpy(static_cast<void*>(&c->out_layout), c->out_h, offsetof(SegmentHeader, sleeping));
+  if (!layout_valid(c->out_layout, c->out.size())) {
+    err = "the peer's shared-memory segment has a layout this rdmx does not know";
+    return false;
+  }
+  const SegmentHeader& o = c->out_layout;
+  uint8_t* b = c->out.base();
+  c->peer_posted.bind(&c->out_h->posted, reinterpret_cast<PostedRecv*>(b + o.posted_off),
+                      o.posted_cap);
+  c->peer_arrivals.bind(&c->out_h->arrivals, reinterpret_cast<Arrival*>(b + o.arrivals_off),
+                        o.arrivals_cap);
+  c->peer_reads.bind(&c->out_h->read_reqs, reinterpret_cast<ReadRequest*>(b + o.read_reqs_off),
+                     o.read_reqs_cap);
+  c->cma = false;
+  if (cma_wanted_ && c->pid > 0) {
+    uint32_t magic = 0;
+    iovec l{&magic, sizeof magic}, r{reinterpret_cast<void*>(probe_addr), sizeof magic};
+    c->cma = ::process_vm_readv(c->pid, &l, 1, &r, 1, 0) == ssize_t(sizeof magic) &&
+             magic == kSegmentMagic;
+  }
+  return true;
+}
+
+void Fabric::bind_queues(Conn* c) {
+  c->state = Conn::State::Established;
+  live_.push_back(c);
+}
+
+int Fabric::reg(void* addr, size_t len, uint32_t access, Region& out, std::string&) {
+  out.key_ = next_key_++;
+  out.addr_ = reinterpret_cast<uintptr_t>(addr);
+  if (access & fabric::kRemoteRead) regions_.insert({out.addr_, {len, out.key_}});
+  return RDMX_OK;
+}
+
+void Fabric::dereg(Region& r) {
+  auto [b, e] = regions_.equal_range(r.addr_);
+  for (auto it = b; it != e; ++it)
+    if (it->second.key == r.key_) {
+      regions_.erase(it);
+      break;
+    }
+  r.key_ = 0;
+}
+
+int Fabric::post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region&) {
+  if (!c->in_h) return RDMX_ERR_INVALID;  // recv_memory() makes the buffers
+  for (int i = 0; i < n; ++i) {
+    const fabric::RecvBuf& b = bufs[i];
+    auto* base = c->in.base();
+    if (!c->in.contains(b.addr, b.len) ||
+        static_cast<uint8_t*>(b.addr) < base + c->in_h->buffers_off)
+      return RDMX_ERR_INVALID;
+    if (c->state == Conn::State::Broken) continue;  // the connection's buffers are gone
+    if (c->free_tokens.empty() || c->posted.full()) return RDMX_ERR_NO_MEMORY;
+    uint32_t t = c->free_tokens.back();
+    c->free_tokens.pop_back();
+    c->tokens[t] = {b.wr, b.len, true};
+    c->posted.push({uint32_t(static_cast<uint8_t*>(b.addr) - base), b.len, t});
+  }
+  return RDMX_OK;
+}
+
+int Fabric::send_error(Conn* c, fabric::Failure f, uint64_t wr, const char* why) {
+  if (!c->established()) f = fabric::Failure::Flushed;
+  complete(Completion::WrError, f, wr, c->user);
+  if (f != fabric::Failure::Flushed) break_conn(c, f, why);
+  return RDMX_OK;
+}
+
+void Fabric::break_conn(Conn* c, fabric::Failure why, const std::string& text) {
+  if (c->state == Conn::State::Broken) return;
+  c->state = Conn::State::Broken;
+  std::erase(live_, c);
+  std::erase(ends_, c);
+  fail_copy_reads(c, fabric::Failure::Flushed);
+  if (c->sock >= 0) {
+    ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c->sock, nullptr);
+    ::shutdown(c->sock, SHUT_RDWR);  // the peer sees the end
+  }
+  CmEvent e;
+  e.kind = CmEvent::ConnError;
+  e.failure = why;
+  e.user = c->user;
+  e.text = text;
+  event(std::move(e));
+}
+
+void Fabric::disconnect(Conn* c) { break_conn(c, fabric::Failure::Disconnected, "disconnected locally"); }
+
+int Fabric::wait(int timeout_ms) {
+  if (timeout_ms <= 0 || !cq_.empty() || !events_.empty()) return RDMX_OK;
+  for (Conn* c : live_) c->in_h->sleeping.store(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  bool idle = true;
+  for (Conn* c : live_) idle = idle && c->arrivals.empty() && c->read_reqs.empty();
+  if (idle) {
+    epoll_event evs[1];
+    if (::epoll_wait(epfd_, evs, 1, timeout_ms) > 0) sockets_due_ = true;
+  }
+  for (Conn* c : live_) c->in_h->sleeping.store(0, std::memory_order_relaxed);
+  return RDMX_OK;
+}
+
+}  // namespace rdmx::shm

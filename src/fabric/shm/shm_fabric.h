@@ -1,0 +1,274 @@
+// The shared-memory fabric: ranks on one host, each a process, connected pairwise.
+//
+// A SEND is one copy from the sender's buffers into a receive buffer the peer posted in
+// its inbound segment (shm_layout.h), then a 16-byte entry in the peer's arrivals
+// queue; no system call on the way. A READ is a cross-memory read of the peer's buffer
+// (process_vm_readv) where the kernel allows it, else a pipelined copy through the
+// segments' staging areas that the peer's progress serves. Connections are made over
+// an abstract Unix socket that also passes each side's segment (shm_socket.h) and
+// whose end tells that the peer went away.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "container/ring.h"
+#include "fabric/fabric.h"
+#include "fabric/shm/shm_conn.h"
+#include "fabric/shm/shm_host.h"
+#include "fabric/shm/shm_socket.h"
+#include "rdmx/rdmx.h"
+
+namespace rdmx::shm {
+
+// What a shm address carries: where to connect, and whose host it is.
+struct Address {
+  static constexpr uint32_t kMagic = 0x314d4853;  // "SHM1"
+  uint32_t magic;
+  uint32_t version;
+  HostIdentity host;
+  char name[kMaxSocketName];
+};
+
+struct Completion {
+  enum Kind : uint8_t { SendDone, ReadDone, WrError };
+  Kind kind;
+  fabric::Failure failure;
+  uint64_t wr;
+  void* user;
+};
+
+struct CmEvent {
+  enum Kind : uint8_t { ConnectRequest, Established, Rejected, ConnError };
+  Kind kind;
+  fabric::Failure failure = fabric::Failure::Other;
+  void* user = nullptr;
+  ConnRequest* request = nullptr;
+  fabric::ConnAttrs attrs{};
+  std::string text;
+  uint32_t pdata_len = 0;
+  uint8_t pdata[196] = {};
+};
+
+class Fabric {
+ public:
+  static constexpr const char* kName = "shm";
+  using Conn = shm::Conn;
+  using ConnRequest = shm::ConnRequest;
+
+  class Region {
+   public:
+    const void* desc() const { return nullptr; }
+    uint64_t key() const { return key_; }
+    uint64_t remote_address(const void* p) const { return reinterpret_cast<uintptr_t>(p); }
+
+   private:
+    friend class Fabric;
+    uint64_t key_ = 0;
+    uintptr_t addr_ = 0;
+  };
+
+  Fabric() = default;
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  int open(const Settings& s, int32_t rank, std::string& err);
+  size_t address(uint8_t* buf, size_t cap) const;
+  size_t max_connect_data() const { return kConnectDataMax; }
+  // Whether addr is a shm address of a process this one can reach through shared memory.
+  static bool reachable(const uint8_t* addr, size_t len);
+
+  int create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, void* user, Conn** out,
+                  std::string& err);
+  uint32_t qp_num(const Conn* c) const { return c->serial; }
+  // The receive buffers of c live in its inbound segment, where the peer writes: made
+  // here, before the connection is offered, for count buffers of buf_size bytes.
+  int recv_memory(Conn* c, uint32_t count, uint32_t buf_size, uint8_t** out, std::string& err);
+  int connect(Conn* c, const void* pdata, size_t plen, std::string& err);
+  int accept(Conn* c, ConnRequest* req, const void* pdata, size_t plen, std::string& err);
+  void reject(ConnRequest* req, const void* pdata, size_t plen);
+  void disconnect(Conn* c);
+
+  int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err);
+  void dereg(Region& r);
+
+  int post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r);
+  [[gnu::always_inline]] int send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags,
+                                  uint64_t wr);
+  int read(Conn* c, void* local, uint64_t len, const Region& r, uint64_t raddr, uint64_t rkey,
+           uint64_t wr);
+
+  template <class Sink>
+  int progress(Sink& sink);
+  int wait(int timeout_ms);
+
+  static constexpr size_t kConnectDataMax = 56;
+  static constexpr size_t kAcceptDataMax = 196;
+
+ private:
+  struct MemRange {
+    size_t len;
+    uint64_t key;
+  };
+
+  void complete(Completion::Kind k, fabric::Failure f, uint64_t wr, void* user) {
+    cq_.push({k, f, wr, user});
+  }
+  void event(CmEvent e) { events_.push(std::move(e)); }
+  void wake_peer(Conn* c);
+  [[gnu::cold, gnu::noinline]] int send_error(Conn* c, fabric::Failure f, uint64_t wr,
+                                              const char* why);
+  void bind_queues(Conn* c);
+  bool attach_peer(Conn* c, int fd, uint64_t probe_addr, std::string& err);
+  void break_conn(Conn* c, fabric::Failure why, const std::string& text);
+  void peer_gone(Conn* c);
+  void finish_ends();
+
+  // Connection management (shm_cm.cpp): runs the sockets, turns them into events.
+  int poll_sockets();
+  void on_listener();
+  void on_request_readable(ConnRequest* r);
+  void on_conn_readable(Conn* c, uint32_t epoll_events);
+  void expire_requests();
+  void drop_request(ConnRequest* r);
+
+  // Reads (shm_read.cpp).
+  bool cma_read(Conn* c, void* local, uint64_t len, uint64_t raddr, fabric::Failure& f);
+  void issue_pieces(Conn* c);
+  void serve_reads(Conn* c);
+  void on_piece(Conn* c, const Arrival& a);
+  void fail_copy_reads(Conn* c, fabric::Failure f);
+  bool readable(uint64_t addr, uint64_t len) const;
+
+  [[gnu::always_inline]] int drain_arrivals(Conn* c, Arrival* batch, int max);
+
+  int epfd_ = -1;
+  int listener_ = -1;
+  Watch listener_watch_{Watch::Listener};
+  std::string name_;
+  uint32_t next_serial_ = 1;
+  uint32_t rd_atomic_ = 16;
+  bool cma_wanted_ = true;  // RDMX_SHM_READ is not "copy"
+  uint32_t calls_ = 0;
+  bool sockets_due_ = false;  // run the sockets on the next progress
+  uint32_t busy_ = 0;         // handshakes in progress: run the sockets every call
+
+  std::vector<std::unique_ptr<Conn>> conns_;
+  std::vector<Conn*> live_;  // established connections, polled by progress
+  std::vector<Conn*> ends_;  // connections whose peer went away (peer_gone)
+  std::vector<std::unique_ptr<ConnRequest>> requests_;
+  // What copy reads may read, by start address (a buffer may be registered more than
+  // once while several sends of it are in flight).
+  std::multimap<uintptr_t, MemRange> regions_;
+  uint64_t next_key_ = 1;
+  Ring<Completion> cq_{256};
+  Ring<CmEvent> events_{16};
+};
+
+inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr) {
+  if (!c->established() || c->peer_posted.empty() || c->peer_arrivals.full()) [[unlikely]]
+    return send_error(c, fabric::Failure::RnrRetryExceeded, wr, "the peer has no receive posted");
+  PostedRecv p = c->peer_posted.pop();
+  uint64_t total = 0;
+  for (int i = 0; i < n; ++i) total += sge[i].len;
+  const SegmentHeader& o = c->out_layout;
+  if (p.offset < o.buffers_off || p.len > o.buffers_len ||
+      p.offset - o.buffers_off > o.buffers_len - p.len || total > p.len) [[unlikely]]
+    return send_error(c, fabric::Failure::RemoteAccess, wr,
+                      "the peer's receive buffer is outside its segment or too small");
+  uint8_t* dst = c->out.base() + p.offset;
+  for (int i = 0; i < n; ++i) {
+    __builtin_memcpy(dst, sge[i].addr, sge[i].len);
+    dst += sge[i].len;
+  }
+  c->peer_arrivals.push({p.wr, uint32_t(total), Arrival::Recv});
+  wake_peer(c);
+  if (flags & fabric::kSendSignaled) complete(Completion::SendDone, fabric::Failure::Other, wr,
+                                              c->user);
+  return RDMX_OK;
+}
+
+inline void Fabric::wake_peer(Conn* c) {
+  // Paired with the sleeper's store then fence then look (wait()): either it sees the
+  // entry just pushed, or this sees that it sleeps.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (c->out_h->sleeping.load(std::memory_order_relaxed)) [[unlikely]]
+    send_wake(c->sock);
+}
+
+inline int Fabric::drain_arrivals(Conn* c, Arrival* batch, int max) {
+  int n = 0;
+  while (n < max && !c->arrivals.empty()) batch[n++] = c->arrivals.pop();
+  return n;
+}
+
+template <class Sink>
+int Fabric::progress(Sink& sink) {
+  int handled = 0;
+  if (((++calls_ & 1023) == 0 || busy_ || sockets_due_)) [[unlikely]]
+    handled += poll_sockets();
+  while (!events_.empty()) [[unlikely]] {
+    CmEvent ev = events_.pop();
+    ++handled;
+    switch (ev.kind) {
+      case CmEvent::ConnectRequest:
+        sink.on_connect_request(ev.request, ev.request->frame.pdata, kConnectDataMax);
+        break;
+      case CmEvent::Established:
+        sink.on_established(ev.user, ev.attrs, ev.pdata, ev.pdata_len);
+        break;
+      case CmEvent::Rejected:
+        sink.on_rejected(ev.user, ev.pdata, ev.pdata_len, ev.text.c_str());
+        break;
+      case CmEvent::ConnError: sink.on_conn_error(ev.user, ev.failure, ev.text.c_str()); break;
+    }
+  }
+  while (!cq_.empty()) {
+    Completion c = cq_.pop();
+    ++handled;
+    switch (c.kind) {
+      case Completion::SendDone: sink.on_send_done(c.user, c.wr); break;
+      case Completion::ReadDone: sink.on_read_done(c.user, c.wr); break;
+      case Completion::WrError:
+        sink.on_wr_error(c.user, c.wr, c.failure, fabric::failure_name(c.failure));
+        break;
+    }
+  }
+  // Connections may be added or broken by the callbacks: by index, re-checked.
+  for (size_t i = 0; i < live_.size(); ++i) {
+    Conn* c = live_[i];
+    Arrival batch[32];
+    int n = drain_arrivals(c, batch, 32);
+    for (int k = 0; k < n; ++k) {
+      const Arrival& a = batch[k];
+      if (a.kind == Arrival::Recv && a.wr < c->tokens.size() && c->tokens[a.wr].live) [[likely]] {
+        PostedBuf& b = c->tokens[a.wr];
+        b.live = false;
+        c->free_tokens.push_back(uint32_t(a.wr));
+        if (a.len > b.len) [[unlikely]] {
+          break_conn(c, fabric::Failure::LocalLength, "the peer overran a receive buffer");
+          break;
+        }
+        sink.on_recv(c->user, b.wr, a.len);
+      } else if (a.kind != Arrival::Recv) {
+        on_piece(c, a);
+      } else {
+        break_conn(c, fabric::Failure::Other, "the peer reported a receive buffer it was not given");
+        break;
+      }
+      if (!c->established()) break;
+    }
+    handled += n;
+    if (c->established() && !c->read_reqs.empty()) [[unlikely]]
+      serve_reads(c);
+  }
+  if (!ends_.empty()) [[unlikely]]
+    finish_ends();
+  return handled;
+}
+
+}  // namespace rdmx::shm

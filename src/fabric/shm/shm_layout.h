@@ -1,0 +1,124 @@
+// What lies in a shared-memory segment, as both processes of a connection see it.
+//
+// Each side of a connection owns one segment, its inbound segment: the other side
+// writes into it, the owner reads. It holds the owner's receive buffers, the queues the
+// two sides pass work through, and a staging area for reads that cannot use
+// cross-memory attach. Every queue has one producer and one consumer:
+//
+//   posted     owner -> peer   receive buffers the owner has posted
+//   arrivals   peer  -> owner  a SEND landed in a posted buffer, or a staged read piece
+//   read_reqs  peer  -> owner  the peer asks for a piece of the owner's memory (copy reads)
+//
+// The offsets in the header are checked against the segment's size when it is attached:
+// a segment is input from another process.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace rdmx::shm {
+
+constexpr uint32_t kSegmentMagic = 0x53584d52;  // "RMXS"
+constexpr uint32_t kLayoutVersion = 1;
+constexpr size_t kCacheLine = 64;
+
+// A single-producer single-consumer queue's indices, each on its own cache line so that
+// producer and consumer do not write the same line.
+struct alignas(kCacheLine) QueueIndices {
+  std::atomic<uint32_t> tail;  // written by the producer
+  char pad0[kCacheLine - sizeof(std::atomic<uint32_t>)];
+  std::atomic<uint32_t> head;  // written by the consumer
+  char pad1[kCacheLine - sizeof(std::atomic<uint32_t>)];
+};
+
+struct PostedRecv {
+  uint32_t offset;  // of the buffer in the segment
+  uint32_t len;
+  uint64_t wr;
+};
+
+struct Arrival {
+  enum Kind : uint32_t { Recv = 1, ReadPiece = 2, ReadPieceFailed = 3 };
+  uint64_t wr;  // Recv: the posted buffer's wr; ReadPiece: the staging slot
+  uint32_t len;
+  uint32_t kind;
+};
+
+struct ReadRequest {
+  uint64_t raddr;  // in the owner's address space
+  uint32_t len;
+  uint32_t slot;  // where in the requester's staging area the piece goes
+};
+
+// The segment's first bytes. Sizes are fixed when the owner creates it.
+struct alignas(kCacheLine) SegmentHeader {
+  uint32_t magic;
+  uint32_t version;
+  uint64_t size;
+  uint32_t posted_off, posted_cap;
+  uint32_t arrivals_off, arrivals_cap;
+  uint32_t read_reqs_off, read_reqs_cap;
+  uint32_t buffers_off, buffers_len;  // the owner's receive buffers
+  uint32_t staging_off, staging_slots, staging_slot_len;
+  alignas(kCacheLine) std::atomic<uint32_t> sleeping;  // the owner waits: wake it by socket
+  alignas(kCacheLine) QueueIndices posted;
+  QueueIndices arrivals;
+  QueueIndices read_reqs;
+};
+
+// The capacities a segment is made with.
+struct SegmentShape {
+  uint32_t buffers_len;  // bytes of receive buffers
+  uint32_t posted_cap;   // receive buffers that may be posted at once
+  uint32_t staging_slots;
+  uint32_t staging_slot_len;
+};
+
+inline uint32_t pow2_at_least(uint32_t n) {
+  uint32_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+// Lays out a segment of this shape; returns its size. Fills h's offsets (h may be null).
+inline size_t lay_out(const SegmentShape& s, SegmentHeader* h) {
+  auto align = [](size_t v, size_t a) { return (v + a - 1) & ~(a - 1); };
+  uint32_t posted_cap = pow2_at_least(s.posted_cap);
+  uint32_t arrivals_cap = pow2_at_least(s.posted_cap + s.staging_slots + 1);
+  uint32_t read_reqs_cap = pow2_at_least(s.staging_slots + 1);
+  size_t off = align(sizeof(SegmentHeader), kCacheLine);
+  size_t posted = off;
+  off = align(off + posted_cap * sizeof(PostedRecv), kCacheLine);
+  size_t arrivals = off;
+  off = align(off + arrivals_cap * sizeof(Arrival), kCacheLine);
+  size_t reqs = off;
+  off = align(off + read_reqs_cap * sizeof(ReadRequest), 4096);
+  size_t buffers = off;
+  off = align(off + s.buffers_len, 4096);
+  size_t staging = off;
+  off = align(off + size_t(s.staging_slots) * s.staging_slot_len, 4096);
+  if (h) {
+    h->magic = kSegmentMagic;
+    h->version = kLayoutVersion;
+    h->size = off;
+    h->posted_off = uint32_t(posted);
+    h->posted_cap = posted_cap;
+    h->arrivals_off = uint32_t(arrivals);
+    h->arrivals_cap = arrivals_cap;
+    h->read_reqs_off = uint32_t(reqs);
+    h->read_reqs_cap = read_reqs_cap;
+    h->buffers_off = uint32_t(buffers);
+    h->buffers_len = s.buffers_len;
+    h->staging_off = uint32_t(staging);
+    h->staging_slots = s.staging_slots;
+    h->staging_slot_len = s.staging_slot_len;
+  }
+  return off;
+}
+
+// Whether a header read from another process describes a segment of `size` bytes whose
+// parts all lie inside it (and do not wrap).
+bool layout_valid(const SegmentHeader& h, size_t size);
+
+}  // namespace rdmx::shm

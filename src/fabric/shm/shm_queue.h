@@ -1,0 +1,79 @@
+// One end of a single-producer single-consumer queue in shared memory (shm_layout.h).
+// Each end keeps a private copy of the other end's index and reads the shared one only
+// when that copy says the queue is full (producer) or empty (consumer): a poll of an
+// empty queue reads one line that stays in this core's cache until the producer writes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "fabric/shm/shm_layout.h"
+
+namespace rdmx::shm {
+
+template <class T>
+class Producer {
+ public:
+  void bind(QueueIndices* q, T* entries, uint32_t cap) {
+    q_ = q;
+    entries_ = entries;
+    mask_ = cap - 1;
+    tail_ = q->tail.load(std::memory_order_relaxed);
+    head_ = q->head.load(std::memory_order_acquire);
+  }
+  bool full() {
+    if (tail_ - head_ <= mask_) return false;
+    head_ = q_->head.load(std::memory_order_acquire);
+    return tail_ - head_ > mask_;
+  }
+  // The caller has checked !full().
+  void push(const T& v) {
+    entries_[tail_ & mask_] = v;
+    q_->tail.store(++tail_, std::memory_order_release);
+  }
+  // Entries pushed and not yet taken (reads the consumer's index).
+  uint32_t in_queue() {
+    head_ = q_->head.load(std::memory_order_acquire);
+    return tail_ - head_;
+  }
+
+ private:
+  QueueIndices* q_ = nullptr;
+  T* entries_ = nullptr;
+  uint32_t mask_ = 0;
+  uint32_t tail_ = 0;
+  uint32_t head_ = 0;
+};
+
+template <class T>
+class Consumer {
+ public:
+  void bind(QueueIndices* q, T* entries, uint32_t cap) {
+    q_ = q;
+    entries_ = entries;
+    mask_ = cap - 1;
+    head_ = q->head.load(std::memory_order_relaxed);
+    tail_ = q->tail.load(std::memory_order_acquire);
+  }
+  bool empty() {
+    if (head_ != tail_) return false;
+    tail_ = q_->tail.load(std::memory_order_acquire);
+    return head_ == tail_;
+  }
+  // The caller has checked !empty(). The producer may have written anything: the
+  // caller validates what it takes.
+  T pop() {
+    T v = entries_[head_ & mask_];
+    q_->head.store(++head_, std::memory_order_release);
+    return v;
+  }
+
+ private:
+  QueueIndices* q_ = nullptr;
+  T* entries_ = nullptr;
+  uint32_t mask_ = 0;
+  uint32_t head_ = 0;
+  uint32_t tail_ = 0;
+};
+
+}  // namespace rdmx::shm

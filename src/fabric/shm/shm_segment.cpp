@@ -1,0 +1,102 @@
+#include "fabric/shm/shm_segment.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "rdmx/rdmx.h"
+
+namespace rdmx::shm {
+
+Segment& Segment::operator=(Segment&& o) noexcept {
+  if (this != &o) {
+    reset();
+    fd_ = o.fd_;
+    base_ = o.base_;
+    size_ = o.size_;
+    o.fd_ = -1;
+    o.base_ = nullptr;
+    o.size_ = 0;
+  }
+  return *this;
+}
+
+int Segment::create(size_t bytes, std::string& err) {
+  reset();
+  fd_ = ::memfd_create("rdmx-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd_ < 0) {
+    err = std::string("memfd_create failed: ") + std::strerror(errno);
+    return RDMX_ERR_FABRIC;
+  }
+  if (::ftruncate(fd_, off_t(bytes)) != 0) {
+    err = "sizing a shared-memory segment of " + std::to_string(bytes) +
+          " bytes failed: " + std::strerror(errno);
+    reset();
+    return RDMX_ERR_NO_MEMORY;
+  }
+  if (int e = ::posix_fallocate(fd_, 0, off_t(bytes)); e != 0) {
+    err = "reserving " + std::to_string(bytes) + " bytes of shared memory failed: " +
+          std::strerror(e) + " (the memory or tmpfs limit of this host or container is reached)";
+    reset();
+    return RDMX_ERR_NO_MEMORY;
+  }
+  // Sealed at its size: the peer can rely on every byte of it staying there.
+  if (::fcntl(fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    err = std::string("sealing a shared-memory segment failed: ") + std::strerror(errno);
+    reset();
+    return RDMX_ERR_FABRIC;
+  }
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) {
+    err = "mapping a shared-memory segment of " + std::to_string(bytes) +
+          " bytes failed: " + std::strerror(errno);
+    reset();
+    return RDMX_ERR_NO_MEMORY;
+  }
+  base_ = static_cast<uint8_t*>(p);
+  size_ = bytes;
+  return RDMX_OK;
+}
+
+int Segment::attach(int fd, size_t min_bytes, std::string& err) {
+  reset();
+  fd_ = fd;
+  struct stat st {};
+  int seals = ::fcntl(fd_, F_GET_SEALS);
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || size_t(st.st_size) < min_bytes ||
+      seals < 0 || !(seals & F_SEAL_SHRINK)) {
+    err = "the peer's shared-memory segment is not a sealed memory file of at least " +
+          std::to_string(min_bytes) + " bytes";
+    reset();
+    return RDMX_ERR_PROTOCOL;
+  }
+  size_t bytes = size_t(st.st_size);
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) {
+    err = std::string("mapping the peer's shared-memory segment failed: ") + std::strerror(errno);
+    reset();
+    return RDMX_ERR_NO_MEMORY;
+  }
+  base_ = static_cast<uint8_t*>(p);
+  size_ = bytes;
+  close_fd();
+  return RDMX_OK;
+}
+
+void Segment::close_fd() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+void Segment::reset() {
+  if (base_) ::munmap(base_, size_);
+  base_ = nullptr;
+  size_ = 0;
+  close_fd();
+}
+
+}  // namespace rdmx::shm
