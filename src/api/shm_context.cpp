@@ -8,6 +8,8 @@ namespace rdmx {
 
 template class engine::Engine<shm::Fabric>;
 
-std::unique_ptr<Context> make_shm_context() { return std::make_unique<EngineContext<shm::Fabric>>(); }
+std::unique_ptr<Context> make_shm_context() {
+  return std::make_unique<EngineContext<shm::Fabric>>();
+}
 
 }  // namespace rdmx

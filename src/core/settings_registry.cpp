@@ -8,7 +8,7 @@
 namespace rdmx {
 namespace {
 
-const SettingGroup* const kGroups[] = {&kCoreSettings, &kOfiSettings, &kVerbsSettings,
+const SettingGroup* const kGroups[] = {&kCoreSettings,     &kOfiSettings, &kVerbsSettings,
                                        &kLoopbackSettings, &kShmSettings, &kBootstrapSettings};
 
 std::string accepted_text(const SettingDecl& d) {

@@ -24,8 +24,7 @@ bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
   l.recv_bufs = l.credits.window() + kCtrlCredits;
   // A fabric may place the receive buffers itself, where its peer writes into them.
   if constexpr (requires(uint8_t * m) { fabric_.recv_memory(l.conn, 0u, 0u, &m, err); }) {
-    if (fabric_.recv_memory(l.conn, l.recv_bufs, l.recv_buf_size, &l.recv_base, err))
-      return false;
+    if (fabric_.recv_memory(l.conn, l.recv_bufs, l.recv_buf_size, &l.recv_base, err)) return false;
   }
   if (!l.recv_base) {
     l.recv_mem = alloc_aligned(size_t(l.recv_bufs) * l.recv_buf_size);

@@ -27,6 +27,17 @@ class EngineTest : public ::testing::TestWithParam<std::string> {
   Capabilities caps() const { return capabilities(GetParam()); }
 };
 
+// The suites that drive a peer process by hand (kill it, let it exit): every backend
+// whose ranks are processes instantiates them.
+class ProcessTest : public EngineTest {
+ protected:
+  void SetUp() override {
+    EngineTest::SetUp();
+    if (!IsSkipped() && caps().in_process)
+      GTEST_SKIP() << "the ranks of " << GetParam() << " are threads";
+  }
+};
+
 // A deterministic byte pattern for (seed, index), so receivers can verify payloads.
 inline uint8_t pattern(uint64_t seed, uint64_t i) {
   uint64_t x = (seed + 1) * 0x9E3779B97F4A7C15ull + i * 0xBF58476D1CE4E5B9ull;

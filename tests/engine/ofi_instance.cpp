@@ -4,4 +4,5 @@
 
 namespace rdmx::test {
 INSTANTIATE_TEST_SUITE_P(Ofi, EngineTest, ::testing::Values("ofi-tcp", "ofi-verbs"));
-}
+INSTANTIATE_TEST_SUITE_P(Ofi, ProcessTest, ::testing::Values("ofi-tcp"));
+}  // namespace rdmx::test

@@ -122,7 +122,8 @@ BackendSpec spec_of(const std::string& backend) {
     return {"ofi", {{"RDMX_OFI_PROVIDER", "tcp"}}, {false, false, S::Medium, S::High}};
   if (backend == "ofi-verbs")
     return {"ofi", {{"RDMX_OFI_PROVIDER", "verbs"}}, {false, false, S::Low, S::Low}};
-  if (backend == "shm") return {"shm", {{"RDMX_SHM_READ", "auto"}}, {false, false, S::High, S::High}};
+  if (backend == "shm")
+    return {"shm", {{"RDMX_SHM_READ", "auto"}}, {false, false, S::High, S::High}};
   if (backend == "shm-copy")
     return {"shm", {{"RDMX_SHM_READ", "copy"}}, {false, false, S::High, S::High}};
   if (backend == "verbs") return {"verbs", {}, {false, false, S::Low, S::Low}};
@@ -176,6 +177,8 @@ std::string probe_init(const std::string& fabric, const SettingList& settings) {
 }
 
 Capabilities capabilities(const std::string& backend) { return spec_of(backend).caps; }
+std::string backend_fabric(const std::string& backend) { return spec_of(backend).fabric; }
+SettingList backend_settings(const std::string& backend) { return spec_of(backend).settings; }
 
 std::string backend_unavailable(const std::string& backend) {
   static std::mutex mu;

@@ -39,6 +39,10 @@ struct Capabilities {
   Speed bandwidth = Speed::Low;     // sizes the tests that move large messages
 };
 
+// The fabric (RDMX_FABRIC) and the settings a backend name stands for.
+std::string backend_fabric(const std::string& backend);
+SettingList backend_settings(const std::string& backend);
+
 // The capabilities of a backend name (all false and Low for an unknown name).
 Capabilities capabilities(const std::string& backend);
 

@@ -1,19 +1,15 @@
 // The libfabric backend's own behaviour over the tcp provider: the connect data limit,
-// rejects whose reason reaches the connecting side in words, an unreachable peer, and
-// a peer process killed in the middle of a rendezvous.
+// rejects whose reason reaches the connecting side in words, an unreachable peer.
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "config.h"
+#include "harness/child_rank.h"
 #include "harness/world.h"
 #include "rdmx/rdmx.h"
 #if RDMX_BUILD_OFI
@@ -34,73 +30,8 @@ class OfiTcp : public ::testing::Test {
   }
 };
 
-rdmx_context_t* open_ctx(int rank, int size, uint64_t job_key, const SettingList& extra = {}) {
-  OwnedSettings s(SettingList{{"RDMX_OFI_PROVIDER", "tcp"}} + extra);
-  EXPECT_EQ(s.error(), "");
-  rdmx_init_params_t p{rank, size, "ofi", job_key, s.get()};
-  rdmx_context_t* ctx = nullptr;
-  EXPECT_EQ(rdmx_init(&p, &ctx), RDMX_OK) << rdmx_last_error(nullptr);
-  return ctx;
-}
-
-// One side of an address exchange over a pipe: length, then bytes.
-bool send_address(int fd, rdmx_context_t* ctx) {
-  auto mine = address_of(ctx);
-  uint32_t len = uint32_t(mine.size());
-  return ::write(fd, &len, 4) == 4 && ::write(fd, mine.data(), len) == ssize_t(len);
-}
-bool read_address(int fd, std::vector<uint8_t>& peer) {
-  uint32_t len = 0;
-  if (::read(fd, &len, 4) != 4 || len > 256) return false;
-  peer.resize(len);
-  return ::read(fd, peer.data(), len) == ssize_t(len);
-}
-
-// A rank in a child process, with a pipe each way for the address exchange: body runs
-// in the child with its ends (to the parent, from the parent) and must not return. pid
-// is negative if the pipes or the fork failed.
-struct ChildRank {
-  pid_t pid = -1;
-  int from_child = -1;
-  int to_child = -1;
-};
-ChildRank fork_rank(const std::function<void(int to_parent, int from_parent)>& body) {
-  int up[2], down[2];
-  if (::pipe(up) != 0) return {};
-  if (::pipe(down) != 0) {
-    ::close(up[0]);
-    ::close(up[1]);
-    return {};
-  }
-  std::fflush(stdout);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(up[0]);
-    ::close(down[1]);
-    body(up[1], down[0]);
-    _exit(0);
-  }
-  ::close(up[1]);
-  ::close(down[0]);
-  if (pid < 0) {
-    ::close(up[0]);
-    ::close(down[1]);
-    return {};
-  }
-  return {pid, up[0], down[1]};
-}
-
-// Progresses every context until req completes or the time runs out.
-bool drive(std::initializer_list<rdmx_context_t*> ctxs, rdmx_request_t* req, rdmx_status_info_t* st,
-           int timeout_ms) {
-  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-  int done = 0;
-  while (Clock::now() < deadline) {
-    for (auto* c : ctxs) rdmx_progress(c);
-    rdmx_test(req, &done, st);
-    if (done) return true;
-  }
-  return false;
+rdmx_context_t* open_ctx(int rank, int size, uint64_t job_key) {
+  return open_rank("ofi-tcp", rank, size, job_key);
 }
 
 TEST_F(OfiTcp, WrongJobKeyIsRejectedWithTheReasonInWords) {
@@ -159,153 +90,6 @@ TEST_F(OfiTcp, AnAddressOfAnotherFabricIsRefusedClearly) {
   EXPECT_NE(why.find("not a libfabric address"), std::string::npos) << why;
   rdmx_request_free(a, req);
   rdmx_finalize(a);
-}
-
-// The child's half of the killed-peer test: rank 1, which sends a large message to
-// rank 0, receives one from it, tells the parent once it is reading, and then just
-// progresses until it is killed.
-[[noreturn]] void doomed_rank(int to_parent, int from_parent, size_t size) {
-  rdmx_context_t* c =
-      open_ctx(1, 2, 99, {{"RDMX_RNDV_CHUNK", "4096"}, {"RDMX_MAX_RD_ATOMIC", "1"}});
-  if (!c) _exit(2);
-  std::vector<uint8_t> peer;
-  if (!send_address(to_parent, c) || !read_address(from_parent, peer)) _exit(3);
-  rdmx_add_peer(c, 0, peer.data(), peer.size());
-  std::vector<uint8_t> out(size, 0x5a), in(size);
-  rdmx_request_t *s = nullptr, *r = nullptr;
-  rdmx_isend(c, 0, 0, 1, out.data(), size, 0, nullptr, nullptr, &s);
-  rdmx_irecv(c, 0, 0, 2, in.data(), size, nullptr, nullptr, &r);
-  bool told = false;
-  for (;;) {
-    rdmx_progress(c);
-    rdmx_stats_t st{};
-    rdmx_get_stats(c, &st);
-    if (!told && st.rdma_reads >= 4) {
-      told = ::write(to_parent, "R", 1) == 1;
-    }
-  }
-}
-
-TEST_F(OfiTcp, PeerKilledMidRendezvousFailsPendingRequestsInBoundedTime) {
-  constexpr size_t kSize = 64 << 20;  // 16384 READs of 4 KiB, one at a time
-  ChildRank child =
-      fork_rank([](int to_parent, int from_parent) { doomed_rank(to_parent, from_parent, kSize); });
-  pid_t pid = child.pid;
-  ASSERT_GE(pid, 0);
-  struct Reaper {
-    pid_t pid;
-    ~Reaper() {
-      if (pid <= 0) return;
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-  } reaper{pid};
-
-  rdmx_context_t* c =
-      open_ctx(0, 2, 99, {{"RDMX_RNDV_CHUNK", "4096"}, {"RDMX_MAX_RD_ATOMIC", "1"}});
-  ASSERT_TRUE(c);
-  std::vector<uint8_t> peer;
-  ASSERT_TRUE(read_address(child.from_child, peer));
-  ASSERT_TRUE(send_address(child.to_child, c));
-  rdmx_add_peer(c, 1, peer.data(), peer.size());
-
-  // Rank 0 reads rank 1's message, rank 1 reads rank 0's, and one more receive waits
-  // for a message rank 1 will never send.
-  std::vector<uint8_t> in(kSize), out(kSize, 0xa5);
-  uint64_t never = 0;
-  rdmx_request_t *recv = nullptr, *send = nullptr, *idle = nullptr;
-  ASSERT_EQ(rdmx_irecv(c, 1, 0, 1, in.data(), kSize, nullptr, nullptr, &recv), RDMX_OK);
-  ASSERT_EQ(rdmx_isend(c, 1, 0, 2, out.data(), kSize, 0, nullptr, nullptr, &send), RDMX_OK);
-  ASSERT_EQ(rdmx_irecv(c, 1, 0, 3, &never, sizeof never, nullptr, nullptr, &idle), RDMX_OK);
-
-  // Wait until both sides are in the middle of their READs.
-  bool child_reading = false;
-  auto deadline = Clock::now() + std::chrono::seconds(60);
-  for (;;) {
-    rdmx_progress(c);
-    if (!child_reading) {
-      pollfd p{child.from_child, POLLIN, 0};
-      char ch;
-      if (::poll(&p, 1, 0) == 1 && ::read(child.from_child, &ch, 1) == 1) child_reading = true;
-    }
-    rdmx_stats_t st{};
-    rdmx_get_stats(c, &st);
-    int done = 0;
-    rdmx_test(recv, &done, nullptr);
-    ASSERT_FALSE(done) << "the whole message arrived before the peer could be killed";
-    if (child_reading && st.rdma_reads >= 4) break;
-    ASSERT_LT(Clock::now(), deadline) << "the rendezvous never started";
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-  reaper.pid = 0;
-
-  auto killed = Clock::now();
-  for (rdmx_request_t* r : {recv, send, idle}) {
-    rdmx_status_info_t st{};
-    int rc = rdmx_wait(c, r, 20000, &st);
-    ASSERT_EQ(rc, RDMX_OK) << "a request of the dead peer did not complete";
-    EXPECT_EQ(st.error, RDMX_ERR_PEER_LOST) << rdmx_strerror(st.error);
-    rdmx_request_free(c, r);
-  }
-  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - killed);
-  EXPECT_LT(took.count(), 10000) << "failing the requests took " << took.count() << " ms";
-  std::string why = rdmx_last_error(c);
-  EXPECT_NE(why.find("rank 1"), std::string::npos) << why;
-  rdmx_finalize(c);
-}
-
-// Messages a peer sent just before it finalized and exited are all delivered, even
-// when they arrive together with the connection's shutdown.
-TEST_F(OfiTcp, MessagesSentBeforeThePeerLeftAreNotLost) {
-  constexpr int kCount = 50;  // within the credit window: the sender never waits
-  ChildRank child = fork_rank([](int to_parent, int from_parent) {
-    rdmx_context_t* c = open_ctx(1, 2, 5);
-    if (!c) _exit(2);
-    std::vector<uint8_t> peer;
-    if (!send_address(to_parent, c) || !read_address(from_parent, peer)) _exit(3);
-    rdmx_add_peer(c, 0, peer.data(), peer.size());
-    for (uint32_t i = 0; i < kCount; ++i) {
-      rdmx_request_t* r = nullptr;
-      if (rdmx_isend(c, 0, 0, 7, &i, sizeof i, 0, nullptr, nullptr, &r) != RDMX_OK ||
-          rdmx_wait(c, r, 20000, nullptr) != RDMX_OK)
-        _exit(4);
-      rdmx_request_free(c, r);
-    }
-    rdmx_finalize(c);
-    _exit(0);
-  });
-  pid_t pid = child.pid;
-  ASSERT_GE(pid, 0);
-  rdmx_context_t* c = open_ctx(0, 2, 5);
-  ASSERT_TRUE(c);
-  std::vector<uint8_t> peer;
-  ASSERT_TRUE(read_address(child.from_child, peer));
-  ASSERT_TRUE(send_address(child.to_child, c));
-  rdmx_add_peer(c, 1, peer.data(), peer.size());
-  // Progress until the peer has connected, then let it send everything and leave
-  // while this side does not look.
-  auto deadline = Clock::now() + std::chrono::seconds(20);
-  rdmx_stats_t st{};
-  while (st.connections == 0 && Clock::now() < deadline) {
-    rdmx_progress(c);
-    rdmx_get_stats(c, &st);
-  }
-  ASSERT_EQ(st.connections, 1u);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the sender failed: " << status;
-  for (uint32_t i = 0; i < kCount; ++i) {
-    uint32_t got = ~0u;
-    rdmx_request_t* r = nullptr;
-    ASSERT_EQ(rdmx_irecv(c, 1, 0, 7, &got, sizeof got, nullptr, nullptr, &r), RDMX_OK);
-    rdmx_status_info_t s{};
-    ASSERT_EQ(rdmx_wait(c, r, 10000, &s), RDMX_OK) << "message " << i << " never arrived";
-    EXPECT_EQ(s.error, RDMX_OK) << "message " << i << ": " << rdmx_last_error(c);
-    EXPECT_EQ(got, i);
-    rdmx_request_free(c, r);
-  }
-  rdmx_finalize(c);
 }
 
 #if RDMX_BUILD_OFI

@@ -35,9 +35,9 @@ int Fabric::connect(Conn* c, const void* pdata, size_t plen, std::string& err) {
   }
   uint32_t uid = 0;
   if (!peer_credentials(c->sock, c->pid, uid) || uid != host_identity().uid) {
-    break_conn(c, fabric::Failure::Unreachable,
-               "the socket at that shm address belongs to another user (uid " +
-                   std::to_string(uid) + ")");
+    break_conn(
+        c, fabric::Failure::Unreachable,
+        "the socket at that shm address belongs to another user (uid " + std::to_string(uid) + ")");
     return RDMX_OK;
   }
   Frame f{};
@@ -125,10 +125,10 @@ void Fabric::drop_request(ConnRequest* r) {
   if (r->sock >= 0) ::close(r->sock);  // leaves the epoll set with it
   r->sock = -1;
   std::erase_if(requests_, [r](auto& p) { return p.get() == r; });
-  busy_ = uint32_t(std::count_if(conns_.begin(), conns_.end(), [](auto& c) {
-            return c->state == Conn::State::Connecting;
-          }) + std::count_if(requests_.begin(), requests_.end(),
-                             [](auto& q) { return !q->received; }));
+  busy_ = uint32_t(
+      std::count_if(conns_.begin(), conns_.end(),
+                    [](auto& c) { return c->state == Conn::State::Connecting; }) +
+      std::count_if(requests_.begin(), requests_.end(), [](auto& q) { return !q->received; }));
 }
 
 int Fabric::poll_sockets() {
@@ -153,8 +153,7 @@ void Fabric::on_listener() {
   for (int fd; (fd = accept_socket(listener_)) >= 0;) {
     pid_t pid = 0;
     uint32_t uid = 0;
-    if (!peer_credentials(fd, pid, uid) || uid != host_identity().uid ||
-        requests_.size() >= 256) {
+    if (!peer_credentials(fd, pid, uid) || uid != host_identity().uid || requests_.size() >= 256) {
       ::close(fd);  // a stranger, or a flood: nothing is said to it
       continue;
     }

@@ -69,7 +69,8 @@ struct Conn : Watch {
   State state = State::Idle;
   bool active = false;
   bool cma = false;
-  bool ending = false;  // the peer's socket ended: fail once its arrivals are taken  // READs by process_vm_readv; else by copies through the segments
+  bool ending = false;  // the peer's socket ended: fail once its arrivals are taken  // READs by
+                        // process_vm_readv; else by copies through the segments
   uint32_t serial = 0;
   int sock = -1;
   pid_t pid = 0;  // the peer, as this process's pid namespace numbers it
@@ -83,20 +84,20 @@ struct Conn : Watch {
   // The peer's layout, copied once it is checked (the peer could change its header).
   SegmentHeader out_layout{};
 
-  Producer<PostedRecv> posted;         // into in: buffers for the peer to fill
-  Consumer<Arrival> arrivals;          // from in
-  Consumer<ReadRequest> read_reqs;     // from in: the peer reads this side's memory
-  Consumer<PostedRecv> peer_posted;    // from out
-  Producer<Arrival> peer_arrivals;     // into out
-  Producer<ReadRequest> peer_reads;    // into out
-  std::vector<PostedBuf> tokens;       // posted buffers by the token the peer echoes
+  Producer<PostedRecv> posted;       // into in: buffers for the peer to fill
+  Consumer<Arrival> arrivals;        // from in
+  Consumer<ReadRequest> read_reqs;   // from in: the peer reads this side's memory
+  Consumer<PostedRecv> peer_posted;  // from out
+  Producer<Arrival> peer_arrivals;   // into out
+  Producer<ReadRequest> peer_reads;  // into out
+  std::vector<PostedBuf> tokens;     // posted buffers by the token the peer echoes
   std::vector<uint32_t> free_tokens;
 
   // Copy reads: slots of this side's staging area, and the reads using them.
-  std::vector<CopyRead> reads;          // by read id
+  std::vector<CopyRead> reads;  // by read id
   std::vector<uint32_t> free_reads;
-  Ring<uint32_t> read_queue{16};        // reads with pieces still to issue
-  std::vector<int64_t> slot_read;       // read id per staging slot, -1 if free
+  Ring<uint32_t> read_queue{16};   // reads with pieces still to issue
+  std::vector<int64_t> slot_read;  // read id per staging slot, -1 if free
   std::vector<uint64_t> slot_offset;
   std::vector<uint32_t> free_slots;
 

@@ -1,8 +1,8 @@
 #include "fabric/shm/shm_fabric.h"
 
 #include <sys/epoll.h>
-#include <sys/uio.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -100,8 +100,9 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
       return RDMX_ERR_INVALID;
     }
     if (!reachable(addr, addr_len)) {
-      err = "the peer is not on this host (or is another user's, or in another network "
-            "namespace): shared memory cannot reach it";
+      err =
+          "the peer is not on this host (or is another user's, or in another network "
+          "namespace): shared memory cannot reach it";
       return RDMX_ERR_UNREACHABLE;
     }
     a.name[sizeof a.name - 1] = 0;
@@ -144,8 +145,7 @@ int Fabric::recv_memory(Conn* c, uint32_t count, uint32_t buf_size, uint8_t** ou
                  h->posted_cap);
   c->arrivals.bind(&h->arrivals, reinterpret_cast<Arrival*>(c->in.base() + h->arrivals_off),
                    h->arrivals_cap);
-  c->read_reqs.bind(&h->read_reqs,
-                    reinterpret_cast<ReadRequest*>(c->in.base() + h->read_reqs_off),
+  c->read_reqs.bind(&h->read_reqs, reinterpret_cast<ReadRequest*>(c->in.base() + h->read_reqs_off),
                     h->read_reqs_cap);
   *out = c->in.base() + h->buffers_off;
   return RDMX_OK;
@@ -249,7 +249,9 @@ void Fabric::break_conn(Conn* c, fabric::Failure why, const std::string& text) {
   event(std::move(e));
 }
 
-void Fabric::disconnect(Conn* c) { break_conn(c, fabric::Failure::Disconnected, "disconnected locally"); }
+void Fabric::disconnect(Conn* c) {
+  break_conn(c, fabric::Failure::Disconnected, "disconnected locally");
+}
 
 int Fabric::wait(int timeout_ms) {
   if (timeout_ms <= 0 || !cq_.empty() || !events_.empty()) return RDMX_OK;

@@ -187,8 +187,8 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
   }
   c->peer_arrivals.push({p.wr, uint32_t(total), Arrival::Recv});
   wake_peer(c);
-  if (flags & fabric::kSendSignaled) complete(Completion::SendDone, fabric::Failure::Other, wr,
-                                              c->user);
+  if (flags & fabric::kSendSignaled)
+    complete(Completion::SendDone, fabric::Failure::Other, wr, c->user);
   return RDMX_OK;
 }
 
@@ -212,21 +212,21 @@ int Fabric::progress(Sink& sink) {
   if (((++calls_ & 1023) == 0 || busy_ || sockets_due_)) [[unlikely]]
     handled += poll_sockets();
   while (!events_.empty()) [[unlikely]] {
-    CmEvent ev = events_.pop();
-    ++handled;
-    switch (ev.kind) {
-      case CmEvent::ConnectRequest:
-        sink.on_connect_request(ev.request, ev.request->frame.pdata, kConnectDataMax);
-        break;
-      case CmEvent::Established:
-        sink.on_established(ev.user, ev.attrs, ev.pdata, ev.pdata_len);
-        break;
-      case CmEvent::Rejected:
-        sink.on_rejected(ev.user, ev.pdata, ev.pdata_len, ev.text.c_str());
-        break;
-      case CmEvent::ConnError: sink.on_conn_error(ev.user, ev.failure, ev.text.c_str()); break;
+      CmEvent ev = events_.pop();
+      ++handled;
+      switch (ev.kind) {
+        case CmEvent::ConnectRequest:
+          sink.on_connect_request(ev.request, ev.request->frame.pdata, kConnectDataMax);
+          break;
+        case CmEvent::Established:
+          sink.on_established(ev.user, ev.attrs, ev.pdata, ev.pdata_len);
+          break;
+        case CmEvent::Rejected:
+          sink.on_rejected(ev.user, ev.pdata, ev.pdata_len, ev.text.c_str());
+          break;
+        case CmEvent::ConnError: sink.on_conn_error(ev.user, ev.failure, ev.text.c_str()); break;
+      }
     }
-  }
   while (!cq_.empty()) {
     Completion c = cq_.pop();
     ++handled;
@@ -257,7 +257,8 @@ int Fabric::progress(Sink& sink) {
       } else if (a.kind != Arrival::Recv) {
         on_piece(c, a);
       } else {
-        break_conn(c, fabric::Failure::Other, "the peer reported a receive buffer it was not given");
+        break_conn(c, fabric::Failure::Other,
+                   "the peer reported a receive buffer it was not given");
         break;
       }
       if (!c->established()) break;

@@ -28,9 +28,10 @@ int Fabric::read(Conn* c, void* local, uint64_t len, const Region&, uint64_t rad
     }
     if (f != fabric::Failure::Other) {
       complete(Completion::WrError, f, wr, c->user);
-      break_conn(c, f, f == fabric::Failure::RemoteAccess
-                           ? "the peer's buffer is not readable at that address"
-                           : "the local peer is gone");
+      break_conn(c, f,
+                 f == fabric::Failure::RemoteAccess
+                     ? "the peer's buffer is not readable at that address"
+                     : "the local peer is gone");
       return RDMX_OK;
     }
     c->cma = false;  // refused now (a policy changed): copies from here on

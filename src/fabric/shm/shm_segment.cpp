@@ -39,8 +39,9 @@ int Segment::create(size_t bytes, std::string& err) {
     return RDMX_ERR_NO_MEMORY;
   }
   if (int e = ::posix_fallocate(fd_, 0, off_t(bytes)); e != 0) {
-    err = "reserving " + std::to_string(bytes) + " bytes of shared memory failed: " +
-          std::strerror(e) + " (the memory or tmpfs limit of this host or container is reached)";
+    err = "reserving " + std::to_string(bytes) +
+          " bytes of shared memory failed: " + std::strerror(e) +
+          " (the memory or tmpfs limit of this host or container is reached)";
     reset();
     return RDMX_ERR_NO_MEMORY;
   }
