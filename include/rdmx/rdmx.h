@@ -197,6 +197,10 @@ RDMX_API int rdmx_wait_event(rdmx_context_t* ctx, int timeout_ms);
 
 RDMX_API int rdmx_get_stats(rdmx_context_t* ctx, rdmx_stats_t* stats);
 RDMX_API const char* rdmx_fabric_name(rdmx_context_t* ctx);
+/* The path to rank's peer once its address is added: "shm" (shared memory, the peer is
+ * on this host) or the network fabric's name ("ofi", "verbs", "loopback"); "" if rank
+ * has no address or is out of range, "self" for this rank. */
+RDMX_API const char* rdmx_peer_fabric(rdmx_context_t* ctx, int32_t rank);
 RDMX_API const char* rdmx_strerror(int status);
 /* The last error's explanation in words (peer, cause), or "" if none. With a NULL
  * context: why the last rdmx_init or rdmx_settings_set* on this thread failed. */

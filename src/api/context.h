@@ -36,12 +36,14 @@ class Context {
   virtual const rdmx_stats_t& stats() const = 0;
   virtual const std::string& last_error() const = 0;
   virtual const char* fabric_name() const = 0;
+  virtual const char* peer_fabric(int32_t rank) const = 0;
 };
 
-// One factory per backend built into this library (null where not built).
+// One factory per backend built into this library (null where not built). with_shm: the
+// network fabric joined by shared memory for peers on this host (composite/).
 std::unique_ptr<Context> make_loopback_context();
-std::unique_ptr<Context> make_verbs_context();
-std::unique_ptr<Context> make_ofi_context();
+std::unique_ptr<Context> make_verbs_context(bool with_shm = false);
+std::unique_ptr<Context> make_ofi_context(bool with_shm = false);
 std::unique_ptr<Context> make_shm_context();
 
 // The fabric RDMX_FABRIC=auto resolves to on this machine, or "" with a reason.

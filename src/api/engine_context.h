@@ -62,6 +62,15 @@ class EngineContext final : public Context {
   const rdmx_stats_t& stats() const override { return e_.stats(); }
   const std::string& last_error() const override { return e_.last_error(); }
   const char* fabric_name() const override { return F::kName; }
+  const char* peer_fabric(int32_t rank) const override {
+    const std::vector<uint8_t>* a = e_.peer_address(rank);
+    if (!a) return "";
+    if (rank == e_.rank()) return "self";
+    if (a->empty()) return "";
+    if constexpr (requires { F::kNetName; })
+      return e_.fabric().via_shm(a->data(), a->size()) ? "shm" : F::kNetName;
+    return F::kName;
+  }
 
   E& engine() { return e_; }
 

@@ -28,16 +28,19 @@ int init_failed(int code, const std::string& why) {
   return code;
 }
 
-std::unique_ptr<rdmx::Context> make_context(const std::string& fabric, std::string& why) {
-  std::string name = fabric;
+std::unique_ptr<rdmx::Context> make_context(const rdmx::Settings& s, std::string& why) {
+  std::string name = s.fabric;
+  // Peers on this host go through shared memory unless told otherwise; a shared receive
+  // queue is the network fabric's alone, so auto leaves it to that.
+  bool with_shm = s.shm == "on" || (s.shm == "auto" && !s.srq);
   if (name == "auto") {
     name = rdmx::resolve_auto_fabric(why);
     if (name.empty()) return nullptr;
   }
   std::unique_ptr<rdmx::Context> c;
   if (name == "loopback") c = rdmx::make_loopback_context();
-  if (name == "verbs") c = rdmx::make_verbs_context();
-  if (name == "ofi") c = rdmx::make_ofi_context();
+  if (name == "verbs") c = rdmx::make_verbs_context(with_shm);
+  if (name == "ofi") c = rdmx::make_ofi_context(with_shm);
   if (name == "shm") c = rdmx::make_shm_context();
   if (!c) why = "the " + name + " fabric is not built into this rdmx (see ./configure's summary)";
   return c;
@@ -74,7 +77,7 @@ int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** out) {
     if (params->fabric && !s.set("RDMX_FABRIC", params->fabric, err))
       return init_failed(RDMX_ERR_INVALID, err);
     auto ctx = std::make_unique<rdmx_context>();
-    ctx->impl = make_context(s.fabric, err);
+    ctx->impl = make_context(s, err);
     if (!ctx->impl) return init_failed(RDMX_ERR_NO_DEVICE, err);
     int rc = ctx->impl->init(params->rank, params->size, params->job_key, s, err);
     if (rc) return init_failed(rc, err);
@@ -213,6 +216,10 @@ int rdmx_get_stats(rdmx_context_t* ctx, rdmx_stats_t* stats) {
 }
 
 const char* rdmx_fabric_name(rdmx_context_t* ctx) { return ctx ? ctx->impl->fabric_name() : ""; }
+
+const char* rdmx_peer_fabric(rdmx_context_t* ctx, int32_t rank) {
+  return ctx ? ctx->impl->peer_fabric(rank) : "";
+}
 
 const char* rdmx_last_error(rdmx_context_t* ctx) {
   return ctx ? ctx->impl->last_error().c_str() : t_init_error.c_str();

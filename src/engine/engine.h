@@ -65,6 +65,11 @@ class Engine {
   const Settings& settings() const { return settings_; }
   int32_t rank() const { return rank_; }
   F& fabric() { return fabric_; }
+  const F& fabric() const { return fabric_; }
+  // What rdmx_add_peer gave for rank (empty if nothing), or null if rank is out of range.
+  const std::vector<uint8_t>* peer_address(int32_t rank) const {
+    return rank >= 0 && rank < size_ ? &peers_[size_t(rank)].address : nullptr;
+  }
 
   // Fabric callbacks (engine_connect.h, engine_recv.h, engine_rndv.h, engine_failure.h).
   void on_connect_request(typename F::ConnRequest* req, const uint8_t* pdata, size_t len);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstring>
+#include <tuple>
 
 #include "engine/engine.h"
 
@@ -138,6 +139,9 @@ inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
     }
   } else {
     wire::RtsBody rts{r.region.remote_address(r.buf), r.region.key(), id};
+    // A fabric of several (composite) says what the peer on this link reads by.
+    if constexpr (requires { fabric_.remote_ref(l.conn, r.region, r.buf); })
+      std::tie(rts.address, rts.key) = fabric_.remote_ref(l.conn, r.region, r.buf);
     sent = post(l, h, &rts, sizeof rts, nullptr, 0, false);
     if (sent) {
       ++stats_.rndv_sends;

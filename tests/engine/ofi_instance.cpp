@@ -3,6 +3,6 @@
 #include "engine/engine_test.h"
 
 namespace rdmx::test {
-INSTANTIATE_TEST_SUITE_P(Ofi, EngineTest, ::testing::Values("ofi-tcp", "ofi-verbs"));
+INSTANTIATE_TEST_SUITE_P(Ofi, EngineTest, ::testing::Values("ofi-tcp", "ofi-verbs", "ofi-tcp+shm"));
 INSTANTIATE_TEST_SUITE_P(Ofi, ProcessTest, ::testing::Values("ofi-tcp"));
 }  // namespace rdmx::test

@@ -119,14 +119,22 @@ BackendSpec spec_of(const std::string& backend) {
   if (backend == "loopback-srq")
     return {"loopback", {{"RDMX_SRQ", "1"}}, {true, true, S::Medium, S::Medium}};
   if (backend == "ofi-tcp")
-    return {"ofi", {{"RDMX_OFI_PROVIDER", "tcp"}}, {false, false, S::Medium, S::High}};
+    return {"ofi",
+            {{"RDMX_OFI_PROVIDER", "tcp"}, {"RDMX_SHM", "off"}},
+            {false, false, S::Medium, S::High}};
+  if (backend == "ofi-tcp+shm")
+    return {"ofi",
+            {{"RDMX_OFI_PROVIDER", "tcp"}, {"RDMX_SHM", "on"}},
+            {false, false, S::Medium, S::High}};
   if (backend == "ofi-verbs")
-    return {"ofi", {{"RDMX_OFI_PROVIDER", "verbs"}}, {false, false, S::Low, S::Low}};
+    return {"ofi",
+            {{"RDMX_OFI_PROVIDER", "verbs"}, {"RDMX_SHM", "off"}},
+            {false, false, S::Low, S::Low}};
   if (backend == "shm")
     return {"shm", {{"RDMX_SHM_READ", "auto"}}, {false, false, S::High, S::High}};
   if (backend == "shm-copy")
     return {"shm", {{"RDMX_SHM_READ", "copy"}}, {false, false, S::High, S::High}};
-  if (backend == "verbs") return {"verbs", {}, {false, false, S::Low, S::Low}};
+  if (backend == "verbs") return {"verbs", {{"RDMX_SHM", "off"}}, {false, false, S::Low, S::Low}};
   if (backend == "verbs-srq") return {"verbs", {{"RDMX_SRQ", "1"}}, {false, true, S::Low, S::Low}};
   return {"", {}, {}};
 }

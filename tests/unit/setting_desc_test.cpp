@@ -51,7 +51,7 @@ TEST(SettingDescriptors, CarryTypedDefaultsRangesAndChoices) {
   EXPECT_STREQ(d.default_text, "auto");
   std::string all;
   for (const char* const* c = d.choices; *c; ++c) all += std::string(*c) + " ";
-  EXPECT_EQ(all, "auto loopback verbs ofi ");
+  EXPECT_EQ(all, "auto loopback verbs ofi shm ");
 
   ASSERT_EQ(rdmx_setting_find("RDMX_BOOTSTRAP", &d), RDMX_OK);
   EXPECT_EQ(d.type, RDMX_SETTING_TEXT);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "fabric/shm/shm_socket.h"
 
@@ -44,6 +45,7 @@ Fabric::~Fabric() {
 
 int Fabric::open(const Settings& s, int32_t, std::string& err) {
   rd_atomic_ = uint32_t(s.max_rd_atomic);
+  domain_ = std::hash<std::string>{}(s.shm_domain);
   cma_wanted_ = s.shm_read != "copy";
   if (s.shm_read == "cma") {
     std::string why;
@@ -74,16 +76,18 @@ size_t Fabric::address(uint8_t* buf, size_t cap) const {
   a.magic = Address::kMagic;
   a.version = kLayoutVersion;
   a.host = host_identity();
+  a.domain = domain_;
   std::memcpy(a.name, name_.data(), std::min(name_.size(), sizeof a.name - 1));
   if (cap >= sizeof a) std::memcpy(buf, &a, sizeof a);
   return sizeof a;
 }
 
-bool Fabric::reachable(const uint8_t* addr, size_t len) {
+bool Fabric::reachable(const uint8_t* addr, size_t len) const {
   Address a;
   if (len != sizeof a) return false;
   std::memcpy(&a, addr, sizeof a);
-  return a.magic == Address::kMagic && a.version == kLayoutVersion && a.host == host_identity();
+  return a.magic == Address::kMagic && a.version == kLayoutVersion && a.host == host_identity() &&
+         a.domain == domain_;
 }
 
 int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, void* user,
@@ -101,8 +105,8 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
     }
     if (!reachable(addr, addr_len)) {
       err =
-          "the peer is not on this host (or is another user's, or in another network "
-          "namespace): shared memory cannot reach it";
+          "the peer is not on this host (or is another user's, in another network "
+          "namespace or RDMX_SHM_DOMAIN): shared memory cannot reach it";
       return RDMX_ERR_UNREACHABLE;
     }
     a.name[sizeof a.name - 1] = 0;

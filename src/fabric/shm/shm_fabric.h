@@ -30,6 +30,7 @@ struct Address {
   uint32_t magic;
   uint32_t version;
   HostIdentity host;
+  uint64_t domain;  // RDMX_SHM_DOMAIN, hashed: ranks share memory within one
   char name[kMaxSocketName];
 };
 
@@ -80,7 +81,7 @@ class Fabric {
   size_t address(uint8_t* buf, size_t cap) const;
   size_t max_connect_data() const { return kConnectDataMax; }
   // Whether addr is a shm address of a process this one can reach through shared memory.
-  static bool reachable(const uint8_t* addr, size_t len);
+  bool reachable(const uint8_t* addr, size_t len) const;
 
   int create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, void* user, Conn** out,
                   std::string& err);
@@ -150,6 +151,7 @@ class Fabric {
   int listener_ = -1;
   Watch listener_watch_{Watch::Listener};
   std::string name_;
+  uint64_t domain_ = 0;
   uint32_t next_serial_ = 1;
   uint32_t rd_atomic_ = 16;
   bool cma_wanted_ = true;  // RDMX_SHM_READ is not "copy"

@@ -25,6 +25,13 @@ constexpr SettingDecl kDecls[] = {
              "process_vm_readv (an error if not permitted); copy = through the shared "
              "segment, the sender's progress copying; auto = cma where permitted, else copy",
      .store_text = store_text<&Settings::shm_read>},
+    {.name = "RDMX_SHM_DOMAIN",
+     .type = RDMX_SETTING_TEXT,
+     .def_text = "",
+     .help = "ranks on one host share memory only with ranks of the same domain (any text): "
+             "splits a host into groups that talk through the network fabric, as separate "
+             "hosts would",
+     .store_text = store_text<&Settings::shm_domain>},
 };
 
 }  // namespace

@@ -1,0 +1,272 @@
+// A network fabric and the shared-memory fabric behind one Fabric: each connection is
+// made through shared memory when the peer is on this host (its address says so, see
+// shm_host.h), else through the network fabric. The engine sees one fabric; each call
+// on a connection goes to the fabric that made it, by one well-predicted branch on the
+// connection, never a virtual call.
+//
+// An address is both fabrics' addresses, each behind its length (the shm part is empty
+// when this rank does not use shared memory, so both sides of a pair decide alike).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fabric/fabric.h"
+#include "fabric/shm/shm_fabric.h"
+
+namespace rdmx::composite {
+
+// The composite's name for each network fabric ("ofi+shm"), given where it is
+// instantiated (api/<backend>_context.cpp).
+template <class Net>
+struct Name;
+
+template <fabric::Fabric Net>
+class Fabric {
+ public:
+  static constexpr const char* kName = Name<Net>::value;
+  static constexpr const char* kNetName = Net::kName;
+
+  struct Conn {
+    typename Net::Conn* net = nullptr;
+    shm::Conn* shm = nullptr;
+  };
+  struct ConnRequest {
+    typename Net::ConnRequest* net = nullptr;
+    shm::ConnRequest* shm = nullptr;
+  };
+  class Region {
+   public:
+    const void* desc() const { return net_.desc(); }
+    uint64_t key() const { return net_.key(); }
+    uint64_t remote_address(const void* p) const { return net_.remote_address(p); }
+
+   private:
+    friend class Fabric;
+    typename Net::Region net_{};
+    shm::Fabric::Region shm_{};
+    bool shm_live_ = false;
+  };
+
+  int open(const Settings& s, int32_t rank, std::string& err) {
+    if (int rc = net_.open(s, rank, err)) return rc;
+    if (s.shm == "off") return RDMX_OK;
+    std::string why;
+    if (s.srq) {
+      why = "RDMX_SRQ=1 (the shared-memory fabric has no shared receive queue)";
+    } else if (int rc = shm_.open(s, rank, why); rc == RDMX_OK) {
+      shm_on_ = true;
+      return RDMX_OK;
+    }
+    if (s.shm == "on") {
+      err = "RDMX_SHM=on, but shared memory cannot be used: " + why;
+      return RDMX_ERR_UNSUPPORTED;
+    }
+    shm_off_why_ = why;  // auto: every peer through the network fabric
+    return RDMX_OK;
+  }
+
+  size_t address(uint8_t* buf, size_t cap) const {
+    size_t nl = net_.address(nullptr, 0), sl = shm_on_ ? shm_.address(nullptr, 0) : 0;
+    size_t total = 4 + nl + sl;
+    if (cap < total) return total;
+    uint16_t lens[2] = {uint16_t(nl), uint16_t(sl)};
+    std::memcpy(buf, lens, 4);
+    net_.address(buf + 4, nl);
+    if (sl) shm_.address(buf + 4 + nl, sl);
+    return total;
+  }
+  size_t max_connect_data() const {
+    return std::min(net_.max_connect_data(), shm::Fabric::kConnectDataMax);
+  }
+
+  // Whether a peer with this address is reached through shared memory.
+  bool via_shm(const uint8_t* addr, size_t len) const {
+    const uint8_t* s;
+    size_t sl;
+    return shm_on_ && split(addr, len, nullptr, nullptr, &s, &sl) && sl && shm_.reachable(s, sl);
+  }
+  const std::string& shm_off_reason() const { return shm_off_why_; }
+  bool shm_on() const { return shm_on_; }
+
+  int create_conn(const uint8_t* addr, size_t len, ConnRequest* req, void* user, Conn** out,
+                  std::string& err) {
+    auto c = std::make_unique<Conn>();
+    int rc;
+    if (req) {
+      rc = req->shm ? shm_.create_conn(nullptr, 0, req->shm, user, &c->shm, err)
+                    : net_.create_conn(nullptr, 0, req->net, user, &c->net, err);
+    } else {
+      const uint8_t *n, *s;
+      size_t nl, sl;
+      if (!split(addr, len, &n, &nl, &s, &sl)) {
+        err = "an address of " + std::to_string(len) + " bytes is not an rdmx address";
+        return RDMX_ERR_INVALID;
+      }
+      rc = via_shm(addr, len) ? shm_.create_conn(s, sl, nullptr, user, &c->shm, err)
+                              : net_.create_conn(n, nl, nullptr, user, &c->net, err);
+    }
+    if (rc) return rc;
+    if (c->net) ++net_conns_;
+    *out = c.get();
+    conns_.push_back(std::move(c));
+    return RDMX_OK;
+  }
+  uint32_t qp_num(const Conn* c) const {
+    return c->shm ? shm_.qp_num(c->shm) : net_.qp_num(c->net);
+  }
+  int recv_memory(Conn* c, uint32_t count, uint32_t size, uint8_t** out, std::string& err) {
+    *out = nullptr;
+    return c->shm ? shm_.recv_memory(c->shm, count, size, out, err) : RDMX_OK;
+  }
+  int connect(Conn* c, const void* p, size_t n, std::string& err) {
+    return c->shm ? shm_.connect(c->shm, p, n, err) : net_.connect(c->net, p, n, err);
+  }
+  int accept(Conn* c, ConnRequest* req, const void* p, size_t n, std::string& err) {
+    int rc = c->shm ? shm_.accept(c->shm, req->shm, p, n, err)
+                    : net_.accept(c->net, req->net, p, n, err);
+    forget(req);
+    return rc;
+  }
+  void reject(ConnRequest* req, const void* p, size_t n) {
+    if (req->shm)
+      shm_.reject(req->shm, p, n);
+    else
+      net_.reject(req->net, p, n);
+    forget(req);
+  }
+  void disconnect(Conn* c) {
+    if (c->shm)
+      shm_.disconnect(c->shm);
+    else
+      net_.disconnect(c->net);
+  }
+
+  int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err) {
+    if (int rc = net_.reg(addr, len, access, out.net_, err)) return rc;
+    if (shm_on_) {
+      shm_.reg(addr, len, access, out.shm_, err);
+      out.shm_live_ = true;
+    }
+    return RDMX_OK;
+  }
+  void dereg(Region& r) {
+    net_.dereg(r.net_);
+    if (r.shm_live_) shm_.dereg(r.shm_);
+    r.shm_live_ = false;
+  }
+  // What a rendezvous tells the peer on c about the buffer p of region r.
+  std::pair<uint64_t, uint64_t> remote_ref(const Conn* c, const Region& r, const void* p) const {
+    if (c->shm) return {r.shm_.remote_address(p), r.shm_.key()};
+    return {r.net_.remote_address(p), r.net_.key()};
+  }
+
+  int post_recvs(Conn* c, const fabric::RecvBuf* b, int n, const Region& r) {
+    return c->shm ? shm_.post_recvs(c->shm, b, n, r.shm_) : net_.post_recvs(c->net, b, n, r.net_);
+  }
+  [[gnu::always_inline]] int send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags,
+                                  uint64_t wr) {
+    if (c->shm) return shm_.send(c->shm, sge, n, flags, wr);
+    return net_.send(c->net, sge, n, flags, wr);
+  }
+  int read(Conn* c, void* local, uint64_t len, const Region& r, uint64_t raddr, uint64_t rkey,
+           uint64_t wr) {
+    if (c->shm) return shm_.read(c->shm, local, len, r.shm_, raddr, rkey, wr);
+    return net_.read(c->net, local, len, r.net_, raddr, rkey, wr);
+  }
+
+  template <class Sink>
+  int progress(Sink& sink);
+  // Sleeps on whichever fabric has connections; with both, in short turns (neither's
+  // wait object can be waited on together with the other's).
+  int wait(int timeout_ms) {
+    if (!shm_on_) return net_.wait(timeout_ms);
+    int slice = net_conns_ ? std::min(timeout_ms, 1) : std::min(timeout_ms, 10);
+    if (int rc = shm_.wait(slice)) return rc;
+    return net_conns_ ? net_.wait(0) : RDMX_OK;
+  }
+
+  Net& net() { return net_; }
+  shm::Fabric& shm() { return shm_; }
+
+ private:
+  // The inner fabrics' reports, passed on with their requests wrapped.
+  template <class Sink, class Inner>
+  struct Relay {
+    Fabric* self;
+    Sink& sink;
+    void on_connect_request(typename Inner::ConnRequest* r, const uint8_t* pdata, size_t len) {
+      auto w = std::make_unique<ConnRequest>();
+      if constexpr (std::is_same_v<Inner, shm::Fabric>)
+        w->shm = r;
+      else
+        w->net = r;
+      ConnRequest* raw = w.get();
+      self->requests_.push_back(std::move(w));
+      sink.on_connect_request(raw, pdata, len);
+    }
+    void on_established(void* u, const fabric::ConnAttrs& a, const uint8_t* p, size_t n) {
+      sink.on_established(u, a, p, n);
+    }
+    void on_rejected(void* u, const uint8_t* p, size_t n, const char* why) {
+      sink.on_rejected(u, p, n, why);
+    }
+    void on_conn_error(void* u, fabric::Failure f, const char* why) {
+      sink.on_conn_error(u, f, why);
+    }
+    void on_recv(void* u, uint64_t wr, uint32_t len) { sink.on_recv(u, wr, len); }
+    void on_send_done(void* u, uint64_t wr) { sink.on_send_done(u, wr); }
+    void on_read_done(void* u, uint64_t wr) { sink.on_read_done(u, wr); }
+    void on_wr_error(void* u, uint64_t wr, fabric::Failure f, const char* why) {
+      sink.on_wr_error(u, wr, f, why);
+    }
+  };
+
+  static bool split(const uint8_t* a, size_t len, const uint8_t** n, size_t* nl, const uint8_t** s,
+                    size_t* sl) {
+    if (len < 4) return false;
+    uint16_t lens[2];
+    std::memcpy(lens, a, 4);
+    if (size_t(4) + lens[0] + lens[1] != len || lens[0] == 0) return false;
+    if (n) *n = a + 4;
+    if (nl) *nl = lens[0];
+    *s = a + 4 + lens[0];
+    *sl = lens[1];
+    return true;
+  }
+  void forget(ConnRequest* r) {
+    std::erase_if(requests_, [r](auto& p) { return p.get() == r; });
+  }
+
+  Net net_;
+  shm::Fabric shm_;
+  bool shm_on_ = false;
+  std::string shm_off_why_;
+  uint32_t net_conns_ = 0;  // connections made through the network fabric, ever
+  uint32_t calls_ = 0;
+  std::vector<std::unique_ptr<Conn>> conns_;
+  std::vector<std::unique_ptr<ConnRequest>> requests_;
+};
+
+template <fabric::Fabric Net>
+template <class Sink>
+int Fabric<Net>::progress(Sink& sink) {
+  int n = 0;
+  if (shm_on_) {
+    Relay<Sink, shm::Fabric> r{this, sink};
+    n += shm_.progress(r);
+  }
+  // Without network connections the network fabric only has requests to notice: it is
+  // polled one call in 64, which keeps on-host messages off its path.
+  if (net_conns_ || !shm_on_ || (++calls_ & 63) == 0) {
+    Relay<Sink, Net> r{this, sink};
+    n += net_.progress(r);
+  }
+  return n;
+}
+
+}  // namespace rdmx::composite
