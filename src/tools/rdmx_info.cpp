@@ -6,6 +6,8 @@
 
 #include "api/context.h"
 #include "config.h"
+#include "core/settings.h"
+#include "fabric/shm/shm_host.h"
 #include "rdmx/rdmx.h"
 
 namespace {
@@ -33,6 +35,33 @@ void print_markdown() {
   }
 }
 
+// What ranks on this host would do: talk through shared memory (RDMX_SHM), and read
+// each other's buffers across memory or by copies (RDMX_SHM_READ).
+void print_shm() {
+  rdmx::Settings s;
+  std::string err;
+  s.load_from_env(err);
+  const rdmx::shm::HostIdentity& h = rdmx::shm::host_identity();
+  std::printf("peers on this host: %s\n",
+              s.shm == "off" ? "through the network fabric (RDMX_SHM=off)"
+              : s.srq && s.shm == "auto"
+                  ? "through the network fabric (RDMX_SHM=auto with RDMX_SRQ=1)"
+                  : "shared memory (shm)");
+  std::printf("  host identity: boot id ");
+  for (uint8_t b : h.boot_id) std::printf("%02x", b);
+  std::printf(", network namespace %llu:%llu, uid %u%s%s\n",
+              static_cast<unsigned long long>(h.netns_dev),
+              static_cast<unsigned long long>(h.netns_ino), h.uid,
+              s.shm_domain.empty() ? "" : ", RDMX_SHM_DOMAIN ", s.shm_domain.c_str());
+  std::string why;
+  bool cma = rdmx::shm::cma_allowed(why);
+  std::printf("  shared-memory rendezvous reads: %s (%s)\n",
+              s.shm_read == "copy" ? "copies through the segment (RDMX_SHM_READ=copy)"
+              : cma                ? "process_vm_readv (cross-memory attach)"
+                                   : "copies through the segment",
+              why.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -48,11 +77,12 @@ int main(int argc, char** argv) {
   }
   if (argc == 1) {
     std::printf("rdmx %s\n", PACKAGE_VERSION);
-    std::printf("backends built: loopback%s%s\n", rdmx::make_verbs_context() ? " verbs" : "",
+    std::printf("backends built: loopback shm%s%s\n", rdmx::make_verbs_context() ? " verbs" : "",
                 rdmx::make_ofi_context() ? " ofi" : "");
     std::string why;
     std::string fabric = rdmx::resolve_auto_fabric(why);
     std::printf("RDMX_FABRIC=auto here: %s\n", fabric.empty() ? why.c_str() : fabric.c_str());
+    print_shm();
     std::printf("\nsettings (environment variables):\n");
   }
   rdmx_print_settings(stdout);

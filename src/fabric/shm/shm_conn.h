@@ -47,6 +47,7 @@ struct ConnRequest : Watch {
 // One receive buffer this side posted, until the peer fills it.
 struct PostedBuf {
   uint64_t wr;
+  uint8_t* buf;
   uint32_t len;
   bool live;
 };
@@ -85,10 +86,10 @@ struct Conn : Watch {
   SegmentHeader out_layout{};
 
   Producer<PostedRecv> posted;       // into in: buffers for the peer to fill
-  Consumer<Arrival> arrivals;        // from in
+  ArrivalConsumer arrivals;          // from in
   Consumer<ReadRequest> read_reqs;   // from in: the peer reads this side's memory
   Consumer<PostedRecv> peer_posted;  // from out
-  Producer<Arrival> peer_arrivals;   // into out
+  ArrivalProducer peer_arrivals;     // into out
   Producer<ReadRequest> peer_reads;  // into out
   std::vector<PostedBuf> tokens;     // posted buffers by the token the peer echoes
   std::vector<uint32_t> free_tokens;

@@ -138,7 +138,7 @@ int Fabric::recv_memory(Conn* c, uint32_t count, uint32_t buf_size, uint8_t** ou
   if (int rc = c->in.create(bytes, err)) return rc;
   c->in_h = new (c->in.base()) SegmentHeader{};
   lay_out(shape, c->in_h);
-  c->tokens.assign(c->in_h->posted_cap, PostedBuf{0, 0, false});
+  c->tokens.assign(c->in_h->posted_cap, PostedBuf{0, nullptr, 0, false});
   c->free_tokens.clear();
   for (uint32_t i = c->in_h->posted_cap; i-- > 0;) c->free_tokens.push_back(i);
   c->slot_read.assign(kStagingSlots, -1);
@@ -222,7 +222,7 @@ int Fabric::post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region
     if (c->free_tokens.empty() || c->posted.full()) return RDMX_ERR_NO_MEMORY;
     uint32_t t = c->free_tokens.back();
     c->free_tokens.pop_back();
-    c->tokens[t] = {b.wr, b.len, true};
+    c->tokens[t] = {b.wr, static_cast<uint8_t*>(b.addr), b.len, true};
     c->posted.push({uint32_t(static_cast<uint8_t*>(b.addr) - base), b.len, t});
   }
   return RDMX_OK;

@@ -145,7 +145,7 @@ class Fabric {
   void fail_copy_reads(Conn* c, fabric::Failure f);
   bool readable(uint64_t addr, uint64_t len) const;
 
-  [[gnu::always_inline]] int drain_arrivals(Conn* c, Arrival* batch, int max);
+  [[gnu::cold, gnu::noinline]] void bad_arrival(Conn* c, const Arrival& a);
 
   int epfd_ = -1;
   int listener_ = -1;
@@ -177,17 +177,28 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
   PostedRecv p = c->peer_posted.pop();
   uint64_t total = 0;
   for (int i = 0; i < n; ++i) total += sge[i].len;
-  const SegmentHeader& o = c->out_layout;
-  if (p.offset < o.buffers_off || p.len > o.buffers_len ||
-      p.offset - o.buffers_off > o.buffers_len - p.len || total > p.len) [[unlikely]]
-    return send_error(c, fabric::Failure::RemoteAccess, wr,
-                      "the peer's receive buffer is outside its segment or too small");
-  uint8_t* dst = c->out.base() + p.offset;
+  Arrival& a = c->peer_arrivals.next();
+  a.len = uint32_t(total);
+  a.token = uint32_t(p.wr);
+  uint8_t* dst;
+  if (total <= Arrival::kInlineMax) {
+    // Small: the message rides in the entry; the peer copies it into the buffer.
+    a.kind = Arrival::RecvInline;
+    dst = a.data;
+  } else {
+    const SegmentHeader& o = c->out_layout;
+    if (p.offset < o.buffers_off || p.len > o.buffers_len ||
+        p.offset - o.buffers_off > o.buffers_len - p.len || total > p.len) [[unlikely]]
+      return send_error(c, fabric::Failure::RemoteAccess, wr,
+                        "the peer's receive buffer is outside its segment or too small");
+    a.kind = Arrival::Recv;
+    dst = c->out.base() + p.offset;
+  }
   for (int i = 0; i < n; ++i) {
     __builtin_memcpy(dst, sge[i].addr, sge[i].len);
     dst += sge[i].len;
   }
-  c->peer_arrivals.push({p.wr, uint32_t(total), Arrival::Recv});
+  c->peer_arrivals.commit(a);
   wake_peer(c);
   if (flags & fabric::kSendSignaled)
     complete(Completion::SendDone, fabric::Failure::Other, wr, c->user);
@@ -195,17 +206,10 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
 }
 
 inline void Fabric::wake_peer(Conn* c) {
-  // Paired with the sleeper's store then fence then look (wait()): either it sees the
-  // entry just pushed, or this sees that it sleeps.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // After a commit (a full barrier), paired with the sleeper's store then fence then
+  // look (wait()): either it sees the entry just committed, or this sees that it sleeps.
   if (c->out_h->sleeping.load(std::memory_order_relaxed)) [[unlikely]]
     send_wake(c->sock);
-}
-
-inline int Fabric::drain_arrivals(Conn* c, Arrival* batch, int max) {
-  int n = 0;
-  while (n < max && !c->arrivals.empty()) batch[n++] = c->arrivals.pop();
-  return n;
 }
 
 template <class Sink>
@@ -243,25 +247,23 @@ int Fabric::progress(Sink& sink) {
   // Connections may be added or broken by the callbacks: by index, re-checked.
   for (size_t i = 0; i < live_.size(); ++i) {
     Conn* c = live_[i];
-    Arrival batch[32];
-    int n = drain_arrivals(c, batch, 32);
-    for (int k = 0; k < n; ++k) {
-      const Arrival& a = batch[k];
-      if (a.kind == Arrival::Recv && a.wr < c->tokens.size() && c->tokens[a.wr].live) [[likely]] {
-        PostedBuf& b = c->tokens[a.wr];
+    int n = 0;
+    for (Arrival* a; n < 32 && (a = c->arrivals.peek()); ++n) {
+      uint32_t t = a->token, len = a->len, kind = a->kind;
+      if ((kind == Arrival::RecvInline || kind == Arrival::Recv) && t < c->tokens.size() &&
+          c->tokens[t].live && len <= c->tokens[t].len &&
+          (kind == Arrival::Recv || len <= Arrival::kInlineMax)) [[likely]] {
+        PostedBuf& b = c->tokens[t];
+        if (kind == Arrival::RecvInline) __builtin_memcpy(b.buf, a->data, len);
+        c->arrivals.pop();
         b.live = false;
-        c->free_tokens.push_back(uint32_t(a.wr));
-        if (a.len > b.len) [[unlikely]] {
-          break_conn(c, fabric::Failure::LocalLength, "the peer overran a receive buffer");
-          break;
-        }
-        sink.on_recv(c->user, b.wr, a.len);
-      } else if (a.kind != Arrival::Recv) {
-        on_piece(c, a);
+        c->free_tokens.push_back(t);
+        sink.on_recv(c->user, b.wr, len);
       } else {
-        break_conn(c, fabric::Failure::Other,
-                   "the peer reported a receive buffer it was not given");
-        break;
+        Arrival copy;
+        __builtin_memcpy(static_cast<void*>(&copy), a, sizeof copy);
+        c->arrivals.pop();
+        bad_arrival(c, copy);
       }
       if (!c->established()) break;
     }

@@ -38,12 +38,19 @@ struct PostedRecv {
   uint64_t wr;
 };
 
-struct Arrival {
-  enum Kind : uint32_t { Recv = 1, ReadPiece = 2, ReadPieceFailed = 3 };
-  uint64_t wr;  // Recv: the posted buffer's wr; ReadPiece: the staging slot
+// One cache line: the consumer polls the entry itself (seq says it is written), so a
+// small message costs the one line that carries it (the payload rides inline).
+struct alignas(kCacheLine) Arrival {
+  enum Kind : uint16_t { Recv = 1, RecvInline = 2, ReadPiece = 3, ReadPieceFailed = 4 };
+  static constexpr uint32_t kInlineMax = 48;
+  std::atomic<uint32_t> seq;  // the producer's index + 1 once the entry is written
+  uint16_t kind;
+  uint16_t reserved;
   uint32_t len;
-  uint32_t kind;
+  uint32_t token;            // Recv*: the posted buffer's token; ReadPiece*: the staging slot
+  uint8_t data[kInlineMax];  // RecvInline: the message
 };
+static_assert(sizeof(Arrival) == kCacheLine);
 
 struct ReadRequest {
   uint64_t raddr;  // in the owner's address space
@@ -63,7 +70,7 @@ struct alignas(kCacheLine) SegmentHeader {
   uint32_t staging_off, staging_slots, staging_slot_len;
   alignas(kCacheLine) std::atomic<uint32_t> sleeping;  // the owner waits: wake it by socket
   alignas(kCacheLine) QueueIndices posted;
-  QueueIndices arrivals;
+  QueueIndices arrivals;  // only head is used: the entries carry their own sequence
   QueueIndices read_reqs;
 };
 

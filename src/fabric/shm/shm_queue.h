@@ -76,4 +76,58 @@ class Consumer {
   uint32_t tail_ = 0;
 };
 
+// The arrivals queue's ends: entries carry their sequence (Arrival::seq), so the
+// consumer polls the next entry and the producer's index is never shared.
+class ArrivalProducer {
+ public:
+  void bind(QueueIndices* q, Arrival* entries, uint32_t cap) {
+    q_ = q;
+    entries_ = entries;
+    mask_ = cap - 1;
+    head_ = q->head.load(std::memory_order_acquire);
+    tail_ = head_;
+  }
+  bool full() {
+    if (tail_ - head_ <= mask_) return false;
+    head_ = q_->head.load(std::memory_order_acquire);
+    return tail_ - head_ > mask_;
+  }
+  // The caller has checked !full(): fill the entry, then commit() it.
+  Arrival& next() { return entries_[tail_ & mask_]; }
+  // Publishes the entry: a full barrier too, so that a following look at whether the
+  // consumer sleeps cannot pass it (see Fabric::wake_peer).
+  void commit(Arrival& e) { e.seq.store(++tail_, std::memory_order_seq_cst); }
+
+ private:
+  QueueIndices* q_ = nullptr;
+  Arrival* entries_ = nullptr;
+  uint32_t mask_ = 0;
+  uint32_t tail_ = 0;
+  uint32_t head_ = 0;
+};
+
+class ArrivalConsumer {
+ public:
+  void bind(QueueIndices* q, Arrival* entries, uint32_t cap) {
+    q_ = q;
+    entries_ = entries;
+    mask_ = cap - 1;
+    head_ = q->head.load(std::memory_order_relaxed);
+  }
+  // The next entry if it is written, else null.
+  Arrival* peek() {
+    Arrival* e = &entries_[head_ & mask_];
+    return e->seq.load(std::memory_order_acquire) == head_ + 1 ? e : nullptr;
+  }
+  bool empty() { return peek() == nullptr; }
+  // Gives the peeked entry back to the producer (its fields are read by then).
+  void pop() { q_->head.store(++head_, std::memory_order_release); }
+
+ private:
+  QueueIndices* q_ = nullptr;
+  Arrival* entries_ = nullptr;
+  uint32_t mask_ = 0;
+  uint32_t head_ = 0;
+};
+
 }  // namespace rdmx::shm

@@ -109,7 +109,11 @@ void Fabric::serve_reads(Conn* c) {
     if (ok)
       std::memcpy(c->out.base() + o.staging_off + uint64_t(q.slot) * o.staging_slot_len,
                   reinterpret_cast<const void*>(q.raddr), q.len);
-    c->peer_arrivals.push({q.slot, q.len, ok ? Arrival::ReadPiece : Arrival::ReadPieceFailed});
+    Arrival& a = c->peer_arrivals.next();
+    a.kind = ok ? Arrival::ReadPiece : Arrival::ReadPieceFailed;
+    a.len = q.len;
+    a.token = q.slot;
+    c->peer_arrivals.commit(a);
     pushed = true;
   }
   if (pushed) wake_peer(c);
@@ -124,14 +128,24 @@ bool Fabric::readable(uint64_t addr, uint64_t len) const {
   return false;
 }
 
+// An arrival that is not a message into a posted buffer: a read piece, or a broken
+// promise of the peer's.
+void Fabric::bad_arrival(Conn* c, const Arrival& a) {
+  if (a.kind == Arrival::ReadPiece || a.kind == Arrival::ReadPieceFailed) return on_piece(c, a);
+  bool known = a.token < c->tokens.size() && c->tokens[a.token].live;
+  break_conn(c, known ? fabric::Failure::LocalLength : fabric::Failure::Other,
+             known ? "the peer overran a receive buffer"
+                   : "the peer reported a receive buffer it was not given");
+}
+
 // A piece this side asked for has arrived in its staging area (or was refused).
 void Fabric::on_piece(Conn* c, const Arrival& a) {
   const SegmentHeader& h = *c->in_h;
-  if (a.wr >= h.staging_slots || c->slot_read[a.wr] < 0) {
+  if (a.token >= h.staging_slots || c->slot_read[a.token] < 0) {
     break_conn(c, fabric::Failure::Other, "the peer answered a read that was not asked for");
     return;
   }
-  uint32_t slot = uint32_t(a.wr);
+  uint32_t slot = a.token;
   CopyRead& r = c->reads[size_t(c->slot_read[slot])];
   uint32_t id = uint32_t(c->slot_read[slot]);
   uint64_t off = c->slot_offset[slot];
