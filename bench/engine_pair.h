@@ -1,5 +1,6 @@
-// Two loopback contexts in one thread: the engine measured without threads, locks
-// contention or a network in the way.
+// Two contexts in one thread: the engine measured without threads, locks contention or
+// a network in the way. The fabric is loopback, or the one RDMX_BENCH_FABRIC names
+// (shm: two shared-memory endpoints of this process).
 #pragma once
 
 #include <cstdint>
@@ -21,16 +22,17 @@ class EnginePair {
       std::fprintf(stderr, "%s\n", rdmx_last_error(nullptr));
       std::exit(1);
     }
+    const char* fabric = std::getenv("RDMX_BENCH_FABRIC");
     for (int i = 0; i < 2; ++i) {
-      rdmx_init_params_t p{i, 2, "loopback", 1, s};
+      rdmx_init_params_t p{i, 2, fabric && *fabric ? fabric : "loopback", 1, s};
       if (rdmx_init(&p, &c[i]) != RDMX_OK) {
         std::fprintf(stderr, "rdmx_init: %s\n", rdmx_last_error(nullptr));
         std::exit(1);
       }
     }
     for (int i = 0; i < 2; ++i) {
-      size_t len = 64;
-      uint8_t addr[64];
+      size_t len = 256;
+      uint8_t addr[256];
       rdmx_address(c[i], addr, &len);
       rdmx_add_peer(c[1 - i], i, addr, len);
     }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <mutex>
@@ -73,7 +74,9 @@ const SettingEntry* meant(const std::string& name) {
     if (d < best_d) best = &e, best_d = d;
   }
   if (best) return best;
-  return distance <= 3 ? near : nullptr;
+  // Up to three edits, fewer for short names: RDMX_VM (the VM tier's) is not RDMX_SHM.
+  size_t allowed = std::max<size_t>(1, std::min<size_t>(3, (name.size() - 5) / 3));
+  return distance <= allowed ? near : nullptr;
 }
 
 void warn_misspelt_once() {

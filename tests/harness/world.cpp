@@ -134,6 +134,8 @@ BackendSpec spec_of(const std::string& backend) {
     return {"shm", {{"RDMX_SHM_READ", "auto"}}, {false, false, S::High, S::High}};
   if (backend == "shm-copy")
     return {"shm", {{"RDMX_SHM_READ", "copy"}}, {false, false, S::High, S::High}};
+  if (backend == "verbs+shm")
+    return {"verbs", {{"RDMX_SHM", "on"}}, {false, false, S::Low, S::Low}};
   if (backend == "verbs") return {"verbs", {{"RDMX_SHM", "off"}}, {false, false, S::Low, S::Low}};
   if (backend == "verbs-srq") return {"verbs", {{"RDMX_SRQ", "1"}}, {false, true, S::Low, S::Low}};
   return {"", {}, {}};

@@ -165,7 +165,8 @@ wire::Header header(wire::Type t, int32_t source, uint32_t seq) {
 
 rdmx_context_t* verbs_context(int32_t rank, int32_t size, uint64_t job,
                               const SettingList& settings) {
-  OwnedSettings owned(settings);
+  // The verbs fabric alone: these tests speak its addresses and private data directly.
+  OwnedSettings owned(SettingList{{"RDMX_SHM", "off"}} + settings);
   EXPECT_EQ(owned.error(), "");
   rdmx_init_params_t p{rank, size, "verbs", job, owned.get()};
   rdmx_context_t* ctx = nullptr;
