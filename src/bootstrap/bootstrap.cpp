@@ -183,17 +183,9 @@ int Bootstrap::exchange(const std::vector<uint8_t>& mine, std::vector<std::vecto
       err = "rank 0 gave up: " + std::string(f.payload.begin(), f.payload.end());
       return RDMX_ERR_PEER_LOST;
     }
-    const uint8_t* p = f.payload.data();
-    const uint8_t* end = p + f.payload.size();
-    for (int32_t r = 0; r < cfg_.size; ++r) {
-      uint32_t len = 0;
-      if (f.type != FrameType::Table || end - p < 4 ||
-          (std::memcpy(&len, p, 4), end - p - 4 < len)) {
-        err = "rank 0 sent a malformed address table";
-        return RDMX_ERR_PROTOCOL;
-      }
-      all[size_t(r)].assign(p + 4, p + 4 + len);
-      p += 4 + len;
+    if (f.type != FrameType::Table || !decode_table(f.payload, cfg_.size, all)) {
+      err = "rank 0 sent a malformed address table";
+      return RDMX_ERR_PROTOCOL;
     }
     root_.reset();
     return RDMX_OK;
@@ -214,13 +206,7 @@ int Bootstrap::exchange(const std::vector<uint8_t>& mine, std::vector<std::vecto
                       "rank " + std::to_string(r) + " sent an unexpected bootstrap message", err);
     all[size_t(r)] = std::move(f.payload);
   }
-  std::vector<uint8_t> table;
-  for (auto& a : all) {
-    uint32_t len = uint32_t(a.size());
-    table.insert(table.end(), reinterpret_cast<uint8_t*>(&len),
-                 reinterpret_cast<uint8_t*>(&len) + 4);
-    table.insert(table.end(), a.begin(), a.end());
-  }
+  std::vector<uint8_t> table = encode_table(all);
   for (int32_t r = 1; r < cfg_.size; ++r)
     if (!send_frame(ranks_[size_t(r)].fd(), FrameType::Table, 0, cfg_.size, table.data(),
                     table.size(), d, err))

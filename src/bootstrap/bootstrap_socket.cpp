@@ -255,4 +255,30 @@ bool decode_join(const uint8_t (&bytes)[kJoinBytes], int32_t& rank, int32_t& siz
   return true;
 }
 
+std::vector<uint8_t> encode_table(const std::vector<std::vector<uint8_t>>& all) {
+  std::vector<uint8_t> table;
+  for (auto& a : all) {
+    uint32_t len = uint32_t(a.size());
+    table.insert(table.end(), reinterpret_cast<uint8_t*>(&len),
+                 reinterpret_cast<uint8_t*>(&len) + 4);
+    table.insert(table.end(), a.begin(), a.end());
+  }
+  return table;
+}
+
+bool decode_table(const std::vector<uint8_t>& payload, int32_t size,
+                  std::vector<std::vector<uint8_t>>& all) {
+  if (size < 0) return false;
+  const uint8_t* p = payload.data();
+  const uint8_t* end = p + payload.size();
+  all.assign(size_t(size), {});
+  for (int32_t r = 0; r < size; ++r) {
+    uint32_t len = 0;
+    if (end - p < 4 || (std::memcpy(&len, p, 4), end - p - 4 < len)) return false;
+    all[size_t(r)].assign(p + 4, p + 4 + len);
+    p += 4 + len;
+  }
+  return true;
+}
+
 }  // namespace rdmx::bootstrap

@@ -83,4 +83,11 @@ inline constexpr size_t kJoinBytes = 20;
 bool decode_join(const uint8_t (&bytes)[kJoinBytes], int32_t& rank, int32_t& size,
                  std::string& why);
 
+// A Table frame's payload: every rank's address in rank order, each as a u32 length and
+// then its bytes. decode_table reads size addresses into all; false if the payload holds
+// fewer (bytes after the last one are ignored).
+std::vector<uint8_t> encode_table(const std::vector<std::vector<uint8_t>>& all);
+bool decode_table(const std::vector<uint8_t>& payload, int32_t size,
+                  std::vector<std::vector<uint8_t>>& all);
+
 }  // namespace rdmx::bootstrap
