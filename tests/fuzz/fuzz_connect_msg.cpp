@@ -1,0 +1,48 @@
+// The connection private data parser (protocol/connect_msg.cpp): any bytes a stranger
+// puts in a connect request, accept or reject, of any length.
+//
+// Input: one byte choosing the kind expected (connect, accept, reject), then the
+// private data as it arrived.
+#include <cstring>
+#include <string>
+
+#include "fuzz/fuzz_input.h"
+#include "protocol/connect_msg.h"
+
+using namespace rdmx::protocol;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  rdmx::fuzz::Input in(data, size);
+  auto expect = CmKind(in.u8() % 3 + 1);
+  std::vector<uint8_t> pdata = in.rest();
+  CmMessage m;
+  std::string why;
+  RejectReason r = parse_cm(pdata.empty() ? nullptr : pdata.data(), pdata.size(), expect, m, why);
+  FUZZ_CHECK(std::strcmp(reject_reason_text(r), "unknown reject reason") != 0);
+  if (r != RejectReason::None) {
+    FUZZ_CHECK(!why.empty());
+    return 0;
+  }
+  // Accepted: exactly the bytes that came, and every field the parser promises.
+  FUZZ_CHECK(pdata.size() >= sizeof m && std::memcmp(&m, pdata.data(), sizeof m) == 0);
+  FUZZ_CHECK(m.magic == kCmMagic && m.version == kCmVersion && m.length == sizeof m);
+  FUZZ_CHECK(m.kind == expect);
+  for (uint8_t b : m.reserved) FUZZ_CHECK(b == 0);
+  if (expect != CmKind::Reject) FUZZ_CHECK(m.credits >= 2 && m.ctrl_credits >= 1);
+  // The same fields written by make_cm, as a peer would send them, and zero-padded as
+  // rdma_cm pads them, parse back the same.
+  CmMessage again = make_cm(m.kind, m.job_key, m.src_rank, m.dst_rank);
+  again.qp_num = m.qp_num;
+  again.eager_limit = m.eager_limit;
+  again.credits = m.credits;
+  again.ctrl_credits = m.ctrl_credits;
+  again.flags = m.flags;
+  again.reason = m.reason;
+  FUZZ_CHECK(std::memcmp(&again, &m, sizeof m) == 0);
+  uint8_t padded[kConnectDataLimit + 1] = {};
+  std::memcpy(padded, &again, sizeof again);
+  CmMessage out;
+  FUZZ_CHECK(parse_cm(padded, sizeof padded, expect, out, why) == RejectReason::None);
+  FUZZ_CHECK(std::memcmp(&out, &m, sizeof m) == 0);
+  return 0;
+}
