@@ -13,7 +13,9 @@ PayloadPool::Buffer PayloadPool::get(size_t len) {
     b.data = free_[c].back();
     free_[c].pop_back();
   } else {
+    made_.reserve(made_.size() + 1);  // so that the buffer is owned once it exists
     b.data = static_cast<uint8_t*>(::operator new(want));
+    made_.push_back(b.data);
   }
   return b;
 }
@@ -23,8 +25,7 @@ void PayloadPool::put(Buffer b) {
 }
 
 PayloadPool::~PayloadPool() {
-  for (auto& v : free_)
-    for (uint8_t* p : v) ::operator delete(p);
+  for (uint8_t* p : made_) ::operator delete(p);
 }
 
 }  // namespace rdmx

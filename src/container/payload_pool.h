@@ -1,5 +1,6 @@
 // Buffers for the payloads of unexpected eager messages, in power-of-two size
-// classes, recycled instead of freed.
+// classes, recycled instead of freed. The pool owns every buffer it made: those still
+// out when it goes (messages never received) go with it.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +23,7 @@ class PayloadPool {
  private:
   static constexpr int kClasses = 32;
   std::vector<uint8_t*> free_[kClasses];
+  std::vector<uint8_t*> made_;  // every buffer, out or free
 };
 
 }  // namespace rdmx
