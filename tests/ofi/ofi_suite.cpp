@@ -92,6 +92,24 @@ TEST_F(OfiTcp, AnAddressOfAnotherFabricIsRefusedClearly) {
   rdmx_finalize(a);
 }
 
+// A libfabric address whose endpoint name is empty has nowhere to connect to.
+TEST_F(OfiTcp, AnAddressWithoutAnEndpointNameIsRefused) {
+  rdmx_context_t* a = open_ctx(0, 2, 7);
+  ASSERT_TRUE(a);
+  uint8_t blob[24] = {'O', 'F', 'I', '1', 0, 0, 0, 0, 't', 'c', 'p'};  // header only
+  rdmx_add_peer(a, 1, blob, sizeof blob);
+  uint64_t v = 1;
+  rdmx_request_t* req = nullptr;
+  ASSERT_EQ(rdmx_isend(a, 1, 0, 5, &v, sizeof v, 0, nullptr, nullptr, &req), RDMX_OK);
+  rdmx_status_info_t st{};
+  ASSERT_TRUE(drive({a}, req, &st, 5000));
+  EXPECT_NE(st.error, RDMX_OK);
+  std::string why = rdmx_last_error(a);
+  EXPECT_NE(why.find("without an endpoint name"), std::string::npos) << why;
+  rdmx_request_free(a, req);
+  rdmx_finalize(a);
+}
+
 #if RDMX_BUILD_OFI
 // A sink that records what the fabric reports and rejects every request.
 struct RecordingSink {

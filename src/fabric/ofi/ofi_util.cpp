@@ -54,6 +54,10 @@ bool decode_address(const uint8_t* blob, size_t len, std::string& provider,
           std::to_string(h.name_len) + "-byte endpoint name";
     return false;
   }
+  if (h.name_len == 0) {
+    err = "a libfabric address without an endpoint name";
+    return false;
+  }
   h.provider[kProviderChars - 1] = '\0';
   provider = h.provider;
   name.assign(blob + sizeof h, blob + len);
@@ -63,7 +67,7 @@ bool decode_address(const uint8_t* blob, size_t len, std::string& provider,
 std::string describe_sockaddr(const void* addr, size_t len) {
   char ip[INET6_ADDRSTRLEN] = {};
   sockaddr_storage ss{};
-  std::memcpy(&ss, addr, len < sizeof ss ? len : sizeof ss);
+  if (len) std::memcpy(&ss, addr, len < sizeof ss ? len : sizeof ss);  // addr may be null
   if (ss.ss_family == AF_INET && len >= sizeof(sockaddr_in)) {
     auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
     ::inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
