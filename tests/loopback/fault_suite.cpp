@@ -3,9 +3,12 @@
 // peer and the cause, nothing hangs, and a listener keeps serving.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/engine_test.h"
 #include "fabric/loopback/loopback_fabric.h"
@@ -243,6 +246,95 @@ TEST_F(LoopbackFaults, CorruptMessagesFailTheConnectionAndSayWhy) {
       }
       r.barrier();
     });
+  }
+}
+
+// Two raw loopback endpoints, connected by hand: a reader, and an owner of memory.
+struct RawPair {
+  struct Sink {
+    loopback::Fabric* fab;
+    bool established = false, read_done = false, wr_failed = false;
+    fabric::Failure failure = fabric::Failure::Other;
+    void on_connect_request(loopback::ConnRequest* req, const uint8_t*, size_t) {
+      std::string err;
+      loopback::Conn* c = nullptr;
+      uint8_t none = 0;
+      if (fab->create_conn(nullptr, 0, req, nullptr, &c, err) == RDMX_OK)
+        fab->accept(c, req, &none, 0, err);
+    }
+    void on_established(void*, const fabric::ConnAttrs&, const uint8_t*, size_t) {
+      established = true;
+    }
+    void on_rejected(void*, const uint8_t*, size_t, const char*) {}
+    void on_conn_error(void*, fabric::Failure, const char*) {}
+    void on_recv(void*, uint64_t, uint32_t) {}
+    void on_send_done(void*, uint64_t) {}
+    void on_read_done(void*, uint64_t) { read_done = true; }
+    void on_wr_error(void*, uint64_t, fabric::Failure f, const char*) {
+      wr_failed = true;
+      failure = f;
+    }
+  };
+  loopback::Fabric reader, owner;
+  Sink rs{&reader}, os{&owner};
+  loopback::Conn* conn = nullptr;
+
+  RawPair() {
+    Settings s;
+    std::string err;
+    EXPECT_EQ(reader.open(s, 0, err), RDMX_OK);
+    EXPECT_EQ(owner.open(s, 1, err), RDMX_OK);
+    uint8_t addr[64];
+    size_t len = owner.address(addr, sizeof addr);
+    uint8_t none = 0;
+    EXPECT_EQ(reader.create_conn(addr, len, nullptr, nullptr, &conn, err), RDMX_OK);
+    EXPECT_EQ(reader.connect(conn, &none, 0, err), RDMX_OK);
+    for (int i = 0; i < 100 && !rs.established; ++i) progress();
+    EXPECT_TRUE(rs.established);
+  }
+  void progress() {
+    owner.progress(os);
+    reader.progress(rs);
+  }
+};
+
+// A READ outside what the peer registered is refused, also when the range asked for
+// wraps around the end of the address space: the address and length come from the
+// peer's rendezvous request, and a device would check them.
+TEST_F(LoopbackFaults, ReadsOutsideARegionAreRefusedEvenWhenTheRangeWraps) {
+  std::vector<uint8_t> secret(4096, 7), local(64, 0);
+  constexpr uint64_t kTop = UINT64_MAX - 15;  // 16 bytes below the end of the address space
+  struct Case {
+    uint64_t offset;  // from the start of the region, or kTop for that address itself
+    uint64_t len;
+    bool allowed;
+  };
+  const Case cases[] = {
+      {0, 64, true},
+      {4096 - 64, 64, true},
+      {4096 - 32, 64, false},
+      {kTop, 64, false},           // above the region: the end wraps past zero
+      {8, UINT64_MAX - 7, false},  // inside it: the length wraps the end below the start
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.offset);
+    RawPair p;
+    std::string err;
+    loopback::Fabric::Region theirs, mine;
+    ASSERT_EQ(p.owner.reg(secret.data(), secret.size(), fabric::kRemoteRead, theirs, err), RDMX_OK);
+    ASSERT_EQ(p.reader.reg(local.data(), local.size(), fabric::kLocalWrite, mine, err), RDMX_OK);
+    uint64_t base = theirs.remote_address(secret.data());
+    uint64_t at = c.offset == kTop ? kTop : base + c.offset;
+    std::fill(local.begin(), local.end(), 0);
+    ASSERT_EQ(p.reader.read(p.conn, local.data(), c.len, mine, at, theirs.key(), 1), RDMX_OK);
+    for (int i = 0; i < 100 && !p.rs.read_done && !p.rs.wr_failed; ++i) p.progress();
+    EXPECT_EQ(p.rs.read_done, c.allowed);
+    EXPECT_EQ(p.rs.wr_failed, !c.allowed);
+    if (c.allowed) {
+      EXPECT_EQ(local[0], 7);
+    } else {
+      EXPECT_EQ(p.rs.failure, fabric::Failure::RemoteAccess);
+    }
   }
 }
 

@@ -354,7 +354,8 @@ int Fabric::read(Conn* c, void* local, uint64_t len, const Region&, uint64_t rad
     if (p == nullptr || p->broken) {
       fail = fabric::Failure::Flushed;
     } else if (it == pe->regions.end() || !(it->second.access & fabric::kRemoteRead) ||
-               raddr < it->second.addr || raddr + len > it->second.addr + it->second.len) {
+               raddr < it->second.addr || raddr - it->second.addr > it->second.len ||
+               len > it->second.len - (raddr - it->second.addr)) {  // no sum may wrap
       fail = fabric::Failure::RemoteAccess;
     } else {
       std::memcpy(local, reinterpret_cast<const void*>(raddr), len);
