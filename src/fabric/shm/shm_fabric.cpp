@@ -223,7 +223,11 @@ int Fabric::post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region
     uint32_t t = c->free_tokens.back();
     c->free_tokens.pop_back();
     c->tokens[t] = {b.wr, static_cast<uint8_t*>(b.addr), b.len, true};
-    c->posted.push({uint32_t(static_cast<uint8_t*>(b.addr) - base), b.len, t});
+    PostedRecv& e = c->posted.next();
+    e.offset = uint32_t(static_cast<uint8_t*>(b.addr) - base);
+    e.len = b.len;
+    e.token = t;
+    c->posted.commit_relaxed(e);  // the peer polls for these only when it sends
   }
   return RDMX_OK;
 }
