@@ -34,7 +34,7 @@ void accept_all(RawEnd& e, int32_t me, std::vector<verbs::Conn*>& conns) {
     std::string err;
     ASSERT_EQ(e.fabric.create_conn(nullptr, 0, req, &e, &c, err), RDMX_OK) << err;
     e.post_recvs(c, RawEnd::kBufs);
-    CmMessage a = cm_message(CmKind::Accept, m.job_key, me, m.src_rank, e.fabric.qp_num(c));
+    CmMessage a = cm_message(CmKind::Accept, kJob, me, m.src_rank, e.fabric.qp_num(c), m.nonce);
     ASSERT_EQ(e.fabric.accept(c, req, &a, sizeof a, err), RDMX_OK) << err;
     conns.push_back(c);
   };
@@ -174,12 +174,24 @@ TEST_F(VerbsCm, InvalidRequestsAreRejectedWithAReason) {
     };
     std::vector<Case> cases = {
         {"foreign", [](CmMessage& m) { std::memset(&m, 0xab, sizeof m); }, RejectReason::Foreign},
-        {"version", [](CmMessage& m) { m.version = 2; }, RejectReason::Version},
+        {"version", [](CmMessage& m) { m.version = 9; }, RejectReason::Version},
         {"length", [](CmMessage& m) { m.length = 39; }, RejectReason::Corrupt},
         {"reserved", [](CmMessage& m) { m.reserved[1] = 1; }, RejectReason::Corrupt},
-        {"job", [](CmMessage& m) { m.job_key = kJob + 1; }, RejectReason::WrongJob},
-        {"destination", [](CmMessage& m) { m.dst_rank = 1; }, RejectReason::WrongRank},
-        {"source", [](CmMessage& m) { m.src_rank = 7; }, RejectReason::UnknownRank},
+        {"job",
+         [](CmMessage& m) { protocol::seal(m, protocol::job_key_mac_key(kJob + 1), nullptr); },
+         RejectReason::WrongJob},
+        {"destination",
+         [](CmMessage& m) {
+           m.dst_rank = 1;
+           protocol::seal(m, protocol::job_key_mac_key(kJob), nullptr);
+         },
+         RejectReason::WrongRank},
+        {"source",
+         [](CmMessage& m) {
+           m.src_rank = 7;
+           protocol::seal(m, protocol::job_key_mac_key(kJob), nullptr);
+         },
+         RejectReason::UnknownRank},
         {"qp number", [](CmMessage& m) { m.qp_num += 1; }, RejectReason::Corrupt},
     };
     for (const Case& k : cases) {
