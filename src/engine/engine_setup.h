@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/job_secret.h"
 #include "core/log.h"
 #include "engine/engine.h"
 
@@ -25,9 +26,7 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
   // How connections prove membership (connect_msg.h): the job secret, or the job key.
   mac_key_ = protocol::job_key_mac_key(job_key);
   if (!s.job_secret.empty() && s.auth != "job-key") {
-    std::vector<uint8_t> secret(s.job_secret.size() / 2);
-    for (size_t i = 0; i < secret.size(); ++i)
-      secret[i] = uint8_t(std::stoul(s.job_secret.substr(2 * i, 2), nullptr, 16));
+    std::vector<uint8_t> secret = secret_from_hex(s.job_secret);
     mac_key_ = protocol::secret_mac_key(secret.data(), secret.size());
   } else if (s.auth == "secret" && s.job_secret.empty()) {
     key_ready_ = false;  // rdmx_set_job_secret gives it
