@@ -113,8 +113,7 @@ RejectReason parse_cm(const void* data, size_t len, CmKind expect, CmMessage& ou
           std::to_string(kCmVersion) + ")";
     return RejectReason::Version;
   }
-  uint16_t length;
-  std::memcpy(&length, b + 6, sizeof length);
+  uint8_t length = b[6];
   if (length != sizeof(CmMessage) || len < length) {
     why = "private data claims " + std::to_string(length) + " bytes, " + std::to_string(len) +
           " arrived, expected " + std::to_string(sizeof(CmMessage));
@@ -126,11 +125,6 @@ RejectReason parse_cm(const void* data, size_t len, CmKind expect, CmMessage& ou
           std::to_string(int(expect)) + " was expected";
     return RejectReason::Corrupt;
   }
-  for (uint8_t r : out.reserved)
-    if (r) {
-      why = "reserved bytes are not zero";
-      return RejectReason::Corrupt;
-    }
   if (expect != CmKind::Reject && (out.credits < 2 || out.ctrl_credits < 1)) {
     why = "the peer offers " + std::to_string(out.credits) + " credits and " +
           std::to_string(out.ctrl_credits) + " control credits (at least 2 and 1 are needed)";

@@ -21,7 +21,7 @@ CmMessage valid() {
 }
 
 TEST(ConnectMsg, FitsTheTightestConnectLimit) {
-  EXPECT_LE(sizeof(CmMessage), 55u);  // libfabric verbs; rdma_cm allows 56
+  EXPECT_LE(sizeof(CmMessage), 47u);  // libfabric verbs' 55, less the ofi backend's 8
 }
 
 TEST(ConnectMsg, ZeroPaddingIsAccepted) {
@@ -50,9 +50,6 @@ TEST(ConnectMsg, MalformedVariantsAreRejectedWithAReason) {
   EXPECT_EQ(parse_cm(&m, sizeof m, CmKind::Connect, out, why), RejectReason::Version);
   m = valid();
   EXPECT_EQ(parse_cm(&m, sizeof m, CmKind::Accept, out, why), RejectReason::Corrupt);
-  m = valid();
-  m.reserved[1] = 1;
-  EXPECT_EQ(parse_cm(&m, sizeof m, CmKind::Connect, out, why), RejectReason::Corrupt);
   m = valid();
   m.credits = 1;
   EXPECT_EQ(parse_cm(&m, sizeof m, CmKind::Connect, out, why), RejectReason::Corrupt);
