@@ -92,6 +92,68 @@ TEST_F(OfiTcp, AnAddressOfAnotherFabricIsRefusedClearly) {
   rdmx_finalize(a);
 }
 
+// A send to rank 1 at `addr` from a fresh rank 0: the reason the send failed, or empty
+// if it did not fail.
+std::string send_fails_with(const std::vector<uint8_t>& addr) {
+  rdmx_context_t* a = open_ctx(0, 2, 7);
+  if (!a) return "rank 0 did not open";
+  EXPECT_EQ(rdmx_add_peer(a, 1, addr.data(), addr.size()), RDMX_OK) << rdmx_last_error(a);
+  uint64_t v = 1;
+  rdmx_request_t* req = nullptr;
+  EXPECT_EQ(rdmx_isend(a, 1, 0, 5, &v, sizeof v, 0, nullptr, nullptr, &req), RDMX_OK);
+  rdmx_status_info_t st{};
+  std::string why = "the send never completed";
+  if (req && drive({a}, req, &st, 5000))
+    why = st.error == RDMX_OK ? std::string() : std::string(rdmx_last_error(a));
+  if (req) rdmx_request_free(a, req);
+  rdmx_finalize(a);
+  return why;
+}
+
+// A real libfabric address with its endpoint name replaced: the blob's header (magic,
+// name length at byte 4, provider) is 24 bytes.
+std::vector<uint8_t> with_endpoint_name(const std::vector<uint8_t>& name) {
+  rdmx_context_t* c = open_ctx(1, 2, 7);
+  std::vector<uint8_t> blob = c ? address_of(c) : std::vector<uint8_t>(24);
+  if (c) rdmx_finalize(c);
+  blob.resize(24);
+  uint16_t len = uint16_t(name.size());
+  std::memcpy(blob.data() + 4, &len, sizeof len);
+  blob.insert(blob.end(), name.begin(), name.end());
+  return blob;
+}
+
+// An endpoint name of no bytes once reached memcpy(dst, NULL, 0) (undefined behaviour)
+// and libfabric: it is refused when the address is read, saying what is accepted.
+TEST_F(OfiTcp, AnAddressWithAnEmptyEndpointNameIsRefusedClearly) {
+  std::string why = send_fails_with(with_endpoint_name({}));
+  EXPECT_NE(why.find("empty (0-byte) endpoint name"), std::string::npos) << why;
+  EXPECT_NE(why.find("-byte sockaddr_in"), std::string::npos) << why;
+}
+
+// libfabric reads a sockaddr of the size its family implies from whatever it is given:
+// a name shorter than that, or of another family, is refused before it gets there.
+TEST_F(OfiTcp, AnEndpointNameOfTheWrongSizeOrFamilyIsRefusedClearly) {
+  std::string why = send_fails_with(with_endpoint_name({2, 0, 0x12, 0x34}));
+  EXPECT_NE(why.find("4-byte endpoint name"), std::string::npos) << why;
+  EXPECT_NE(why.find("-byte sockaddr_in"), std::string::npos) << why;
+
+  std::vector<uint8_t> unix_name(16, 0);
+  unix_name[0] = 1;  // AF_UNIX
+  why = send_fails_with(with_endpoint_name(unix_name));
+  EXPECT_NE(why.find("address family 1"), std::string::npos) << why;
+  EXPECT_NE(why.find("-byte sockaddr_in"), std::string::npos) << why;
+}
+
+TEST_F(OfiTcp, AnAddressForAnotherProviderIsRefusedClearly) {
+  std::vector<uint8_t> blob = with_endpoint_name(std::vector<uint8_t>(16, 0));
+  std::memset(blob.data() + 8, 0, 16);
+  std::memcpy(blob.data() + 8, "verbs", 5);  // the provider, from byte 8
+  std::string why = send_fails_with(blob);
+  EXPECT_NE(why.find("for libfabric provider 'verbs' but this side uses 'tcp'"), std::string::npos)
+      << why;
+}
+
 #if RDMX_BUILD_OFI
 // A sink that records what the fabric reports and rejects every request.
 struct RecordingSink {
