@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -223,6 +224,55 @@ TEST_F(OfiTcp, ConnectDataLimitIsCheckedAndTheWholeLimitArrives) {
       << "every byte up to the limit arrives, in order";
   ASSERT_TRUE(sa.rejected) << sa.conn_error;
   EXPECT_EQ(std::string(sa.reject_data.begin(), sa.reject_data.end()), "no");
+}
+
+// tcp takes the key rdmx asks for with each registration (no FI_MR_PROV_KEY), and its
+// regions are the whole domain's: any connected peer that knows a key can read the
+// region from offset 0. Keys 1, 2, 3... were guessed at once; random ones are not.
+TEST_F(OfiTcp, RegionKeysAreRandomNotASequence) {
+  Settings s;
+  s.ofi_provider = "tcp";
+  ofi::Fabric f;
+  std::string err;
+  ASSERT_EQ(f.open(s, 0, err), RDMX_OK) << err;
+  constexpr int kRegions = 64;
+  std::vector<uint8_t> mem(kRegions * 64);
+  std::vector<ofi::Fabric::Region> regions(kRegions);
+  std::vector<uint64_t> keys;
+  for (int i = 0; i < kRegions; ++i) {
+    ASSERT_EQ(f.reg(mem.data() + i * 64, 64, fabric::kLocalWrite | fabric::kRemoteRead,
+                    regions[size_t(i)], err),
+              RDMX_OK)
+        << err;
+    keys.push_back(regions[size_t(i)].key());
+  }
+  EXPECT_EQ(std::set<uint64_t>(keys.begin(), keys.end()).size(), size_t(kRegions));
+  int steps_of_one = 0;  // consecutive registrations whose keys differ by 1
+  for (size_t i = 1; i < keys.size(); ++i)
+    steps_of_one += keys[i] - keys[i - 1] == 1 || keys[i - 1] - keys[i] == 1;
+  EXPECT_EQ(steps_of_one, 0) << "keys " << keys[0] << ", " << keys[1] << ", " << keys[2] << "...";
+  // Spread over the 64 bits: about half have the top bit set (for 64 random keys, fewer
+  // than 8 or more than 56 has a chance below 1e-9).
+  int top = 0;
+  for (uint64_t k : keys) top += int(k >> 63);
+  EXPECT_GE(top, 8);
+  EXPECT_LE(top, 56);
+  for (auto& r : regions) f.dereg(r);
+}
+
+// A provider with keys shorter than 64 bits gets keys of its size, still random.
+TEST(OfiKeys, KeysAreCutToTheProvidersKeySize) {
+  ofi::RandomKeys keys;
+  keys.set_key_size(2);
+  std::set<uint64_t> seen;
+  std::string err;
+  for (int i = 0; i < 64; ++i) {
+    uint64_t k = 0;
+    ASSERT_TRUE(keys.next(k, err)) << err;
+    EXPECT_LT(k, 65536u);
+    seen.insert(k);
+  }
+  EXPECT_GT(seen.size(), 32u);
 }
 
 TEST_F(OfiTcp, AnAbsentProviderIsNamedWithWhatExists) {

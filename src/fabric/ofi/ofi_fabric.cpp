@@ -159,6 +159,7 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   mr_local_ = (mode & FI_MR_LOCAL) || (info->mode & FI_LOCAL_MR);
   mr_virt_addr_ = mode & FI_MR_VIRT_ADDR;
   mr_prov_key_ = mode & FI_MR_PROV_KEY;
+  keys_.set_key_size(info->domain_attr->mr_key_size);
   // Providers may offer the device maximum; every connection gets queues of this size,
   // so ask for what the engine uses (its credit window) and a moderate send queue.
   if (info->rx_attr->size > std::max<uint64_t>(want_rx, kMaxQueue))
@@ -274,9 +275,18 @@ size_t Fabric::address(uint8_t* buf, size_t cap) const {
 int Fabric::reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err) {
   uint64_t acc = FI_SEND | FI_RECV | FI_READ | FI_WRITE;
   if (access & fabric::kRemoteRead) acc |= FI_REMOTE_READ;
-  uint64_t key = mr_prov_key_ ? 0 : next_key_++;
   fid_mr* mr = nullptr;
-  int rc = fi_mr_reg(domain_.get(), addr, len == 0 ? 1 : len, acc, 0, key, 0, &mr, nullptr);
+  int rc;
+  // A random key may already be taken in the domain (-FI_ENOKEY): draw another. With 64
+  // random bits that is all but impossible, so a few draws are plenty; with a provider's
+  // shorter keys, or one that reuses keys, the bound stops a long search.
+  constexpr int kDraws = 8;
+  for (int draw = 1;; ++draw) {
+    uint64_t key = 0;
+    if (!mr_prov_key_ && !keys_.next(key, err)) return RDMX_ERR_FABRIC;
+    rc = fi_mr_reg(domain_.get(), addr, len == 0 ? 1 : len, acc, 0, key, 0, &mr, nullptr);
+    if (rc != -FI_ENOKEY || mr_prov_key_ || draw == kDraws) break;
+  }
   if (rc) {
     err = fi_error("fi_mr_reg", rc) + " (" + std::to_string(len) + " bytes)";
     return RDMX_ERR_NO_MEMORY;
