@@ -13,7 +13,8 @@ PayloadPool::Buffer PayloadPool::get(size_t len) {
     b.data = free_[c].back();
     free_[c].pop_back();
   } else {
-    b.data = static_cast<uint8_t*>(::operator new(want));
+    all_.push_back(nullptr);  // the slot first: if either allocation fails, nothing leaks
+    b.data = all_.back() = static_cast<uint8_t*>(::operator new(want));
   }
   return b;
 }
@@ -23,8 +24,7 @@ void PayloadPool::put(Buffer b) {
 }
 
 PayloadPool::~PayloadPool() {
-  for (auto& v : free_)
-    for (uint8_t* p : v) ::operator delete(p);
+  for (uint8_t* p : all_) ::operator delete(p);
 }
 
 }  // namespace rdmx

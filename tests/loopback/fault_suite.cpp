@@ -10,6 +10,7 @@
 #include "engine/engine_test.h"
 #include "fabric/loopback/loopback_fabric.h"
 #include "fabric/loopback/loopback_faults.h"
+#include "harness/child_rank.h"
 #include "loopback/raw_peer.h"
 #include "protocol/connect_msg.h"
 
@@ -105,6 +106,29 @@ TEST_F(LoopbackFaults, UnreachablePeerFailsTheSend) {
   EXPECT_NE(std::string(rdmx_last_error(c)).find("rank 1"), std::string::npos);
   rdmx_request_free(c, q);
   rdmx_finalize(c);
+}
+
+// A loopback address carries the peer's read depth; with 0 every rendezvous read would
+// wait forever, so it is refused, as the verbs fabric refuses it.
+TEST_F(LoopbackFaults, AnAddressWithoutReadDepthIsRefused) {
+  rdmx_context_t* a = open_rank("loopback", 0, 2, 7);
+  rdmx_context_t* b = open_rank("loopback", 1, 2, 7);
+  ASSERT_TRUE(a && b);
+  auto addr = address_of(b);
+  ASSERT_EQ(addr.size(), 12u);
+  std::memset(addr.data() + 8, 0, 4);  // magic, endpoint id, then the read depth
+  ASSERT_EQ(rdmx_add_peer(a, 1, addr.data(), addr.size()), RDMX_OK);
+  uint64_t v = 1;
+  rdmx_request_t* req = nullptr;
+  ASSERT_EQ(rdmx_isend(a, 1, 0, 5, &v, sizeof v, 0, nullptr, nullptr, &req), RDMX_OK);
+  rdmx_status_info_t st{};
+  ASSERT_TRUE(drive({a, b}, req, &st, 5000));
+  EXPECT_NE(st.error, RDMX_OK);
+  std::string why = rdmx_last_error(a);
+  EXPECT_NE(why.find("read depth 0"), std::string::npos) << why;
+  rdmx_request_free(a, req);
+  rdmx_finalize(a);
+  rdmx_finalize(b);
 }
 
 TEST_F(LoopbackFaults, WrongJobIsRejectedWithAReasonInWords) {
