@@ -120,7 +120,8 @@ typedef struct rdmx_init_params {
   int32_t rank;                    /* this process's rank, 0..size-1 */
   int32_t size;                    /* number of ranks */
   const char* fabric;              /* NULL: RDMX_FABRIC, else "auto"; or loopback|verbs|ofi */
-  uint64_t job_key;                /* shared by all ranks of a job; 0: none checked */
+  uint64_t job_key;                /* shared by all ranks of a job: a label (0 too) that keys
+                                      connections when the job has no secret */
   const rdmx_settings_t* settings; /* NULL, or values applied over the environment; the
                                       caller keeps it (rdmx_init only reads it) */
 } rdmx_init_params_t;
