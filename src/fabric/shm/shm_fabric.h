@@ -217,7 +217,7 @@ inline void Fabric::wake_peer(Conn* c) {
 template <class Sink>
 int Fabric::progress(Sink& sink) {
   int handled = 0;
-  if (((++calls_ & 1023) == 0 || busy_ || sockets_due_)) [[unlikely]]
+  if (((++calls_ & 4095) == 0 || busy_ || sockets_due_)) [[unlikely]]
     handled += poll_sockets();
   while (!events_.empty()) [[unlikely]] {
       CmEvent ev = events_.pop();
