@@ -60,7 +60,12 @@ typedef struct mtl_rdmx_module {
   int output;             /* opal_output stream, verbosity mtl_rdmx_verbose */
   uint64_t idle_since_ns; /* progress found nothing since then (0: it found something) */
   bool sleep_when_idle;   /* RDMX_IDLE=sleep */
+  bool secret_from_modex; /* the job secret is rank 0's, read from the modex */
+  bool secret_set;        /* rdmx_set_job_secret done */
 } mtl_rdmx_module_t;
+
+/* The modex key under which rank 0 publishes the job secret. */
+#define MTL_RDMX_SECRET_KEY "mtl.rdmx.secret"
 
 extern mtl_rdmx_module_t ompi_mtl_rdmx;
 OMPI_DECLSPEC extern mca_mtl_base_component_2_0_0_t mca_mtl_rdmx_component;

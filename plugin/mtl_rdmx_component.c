@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "mtl_rdmx.h"
 #include "ompi/mca/rte/rte.h"
@@ -132,6 +133,7 @@ static int mtl_rdmx_component_register(void) {
     p->index = -1;
     if (RDMX_OK != rdmx_setting_get(i, &p->desc)) continue;
     if (p->desc.flags & RDMX_SETTING_STANDALONE) continue; /* rdmx_init_bootstrap only */
+    if (p->desc.flags & RDMX_SETTING_SECRET) continue;     /* never an MCA parameter */
     int ret = mtl_rdmx_register_param(p);
     if (OMPI_SUCCESS != ret) return ret;
     ++mtl_rdmx_nparams;
@@ -274,6 +276,27 @@ static int mtl_rdmx_publish_address(void) {
   return ret;
 }
 
+/* Connections prove membership of the job with a secret (a MAC in their private data)
+ * unless the user chose otherwise (mtl_rdmx_auth, RDMX_AUTH, or a secret of their own in
+ * RDMX_JOB_SECRET). The secret is rank 0's: it publishes 128 random bits in the modex,
+ * which every rank reads before its first connection (mtl_rdmx_add_peer). */
+static void mtl_rdmx_choose_auth(rdmx_settings_t* s) {
+  const mtl_rdmx_param_t* p = mtl_rdmx_param("RDMX_AUTH");
+  bool chosen =
+      (p && mtl_rdmx_user_set(p->index)) || getenv("RDMX_AUTH") || getenv("RDMX_JOB_SECRET");
+  ompi_mtl_rdmx.secret_from_modex =
+      !chosen && RDMX_OK == rdmx_settings_set(s, "RDMX_AUTH", "secret");
+}
+
+static int mtl_rdmx_publish_secret(void) {
+  uint8_t secret[16];
+  if (getrandom(secret, sizeof secret, 0) != (ssize_t)sizeof secret) return OMPI_ERROR;
+  int ret = OMPI_SUCCESS;
+  OPAL_MODEX_SEND_STRING(ret, OPAL_PMIX_GLOBAL, MTL_RDMX_SECRET_KEY, secret, sizeof secret);
+  memset(secret, 0, sizeof secret);
+  return ret;
+}
+
 /* Waiting ranks keep polling unless the user asked them to sleep (mtl_rdmx_idle or
  * RDMX_IDLE = sleep); where Open MPI was told the processor is shared
  * (mpi_yield_when_idle, set by itself for more processes than cores) it yields between
@@ -308,6 +331,7 @@ static mca_mtl_base_module_t* mtl_rdmx_component_init(bool enable_progress_threa
     return NULL;
   }
   mtl_rdmx_choose_idle(settings);
+  mtl_rdmx_choose_auth(settings);
 
   const opal_process_name_t* me = &ompi_proc_local()->super.proc_name;
   rdmx_init_params_t params;
@@ -330,6 +354,7 @@ static mca_mtl_base_module_t* mtl_rdmx_component_init(bool enable_progress_threa
   }
 
   int ret = mtl_rdmx_publish_address();
+  if (OMPI_SUCCESS == ret && m->secret_from_modex && 0 == m->rank) ret = mtl_rdmx_publish_secret();
   if (OMPI_SUCCESS != ret) {
     opal_show_help(MTL_RDMX_HELP_FILE, "modex failed", true, ompi_process_info.nodename, m->rank,
                    "publishing this process's rdmx address", ret);

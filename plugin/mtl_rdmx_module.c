@@ -79,11 +79,43 @@ static int mtl_rdmx_finalize(struct mca_mtl_base_module_t* mtl) {
   return mtl_rdmx_error(rc);
 }
 
+/* Gives rdmx the job secret rank 0 published in the modex, once, before the first peer
+ * (and so before the first connection). Called with the lock held. */
+static int mtl_rdmx_take_secret(mtl_rdmx_module_t* m) {
+  if (!m->secret_from_modex || __atomic_load_n(&m->secret_set, __ATOMIC_ACQUIRE))
+    return OMPI_SUCCESS;
+  opal_process_name_t root = {.jobid = m->jobid, .vpid = 0};
+  uint8_t* secret = NULL;
+  size_t len = 0;
+  int ret = OMPI_SUCCESS;
+  OPAL_MODEX_RECV_STRING(ret, MTL_RDMX_SECRET_KEY, &root, &secret, &len);
+  if (OMPI_SUCCESS != ret || NULL == secret) {
+    opal_show_help(MTL_RDMX_HELP_FILE, "modex failed", true, ompi_process_info.nodename, m->rank,
+                   "reading the job secret rank 0 published", ret);
+    return OMPI_ERR_UNREACH;
+  }
+  int rc = rdmx_set_job_secret(m->ctx, secret, len);
+  memset(secret, 0, len);
+  free(secret);
+  if (RDMX_OK != rc) {
+    opal_output(0, "mtl rdmx: rank %d: %s", m->rank, rdmx_last_error(m->ctx));
+    return mtl_rdmx_error(rc);
+  }
+  __atomic_store_n(&m->secret_set, true, __ATOMIC_RELEASE);
+  return OMPI_SUCCESS;
+}
+
 /* Gives rdmx the address a world rank published in the modex (once per rank). */
 int mtl_rdmx_add_peer(int32_t world_rank) {
   mtl_rdmx_module_t* m = &ompi_mtl_rdmx;
   if (world_rank < 0 || world_rank >= m->size) return OMPI_ERR_BAD_PARAM;
   if (__atomic_load_n(&m->peer_added[world_rank], __ATOMIC_ACQUIRE)) return OMPI_SUCCESS;
+  if (m->secret_from_modex && !__atomic_load_n(&m->secret_set, __ATOMIC_ACQUIRE)) {
+    OPAL_THREAD_LOCK(&m->lock);
+    int sret = mtl_rdmx_take_secret(m);
+    OPAL_THREAD_UNLOCK(&m->lock);
+    if (OMPI_SUCCESS != sret) return sret;
+  }
   opal_process_name_t name = {.jobid = m->jobid, .vpid = (opal_vpid_t)world_rank};
   uint8_t* addr = NULL;
   size_t len = 0;

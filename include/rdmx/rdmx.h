@@ -82,6 +82,7 @@ typedef enum rdmx_setting_type {
 /* rdmx_setting_desc_t.flags */
 #define RDMX_SETTING_STANDALONE 0x1u /* read by rdmx_init_bootstrap only, not by rdmx_init */
 #define RDMX_SETTING_NO_DEFAULT 0x2u /* unset unless given (default_text is "") */
+#define RDMX_SETTING_SECRET 0x4u     /* a secret: never printed, echoed or made an MCA parameter */
 
 typedef struct rdmx_setting_desc {
   const char* name;           /* the environment variable: "RDMX_EAGER_LIMIT" */
@@ -119,7 +120,8 @@ typedef struct rdmx_init_params {
   int32_t rank;                    /* this process's rank, 0..size-1 */
   int32_t size;                    /* number of ranks */
   const char* fabric;              /* NULL: RDMX_FABRIC, else "auto"; or loopback|verbs|ofi */
-  uint64_t job_key;                /* shared by all ranks of a job; 0: none checked */
+  uint64_t job_key;                /* shared by all ranks of a job: a label (0 too) that keys
+                                      connections when the job has no secret */
   const rdmx_settings_t* settings; /* NULL, or values applied over the environment; the
                                       caller keeps it (rdmx_init only reads it) */
 } rdmx_init_params_t;
@@ -197,6 +199,11 @@ RDMX_API int rdmx_wait_event(rdmx_context_t* ctx, int timeout_ms);
 
 RDMX_API int rdmx_get_stats(rdmx_context_t* ctx, rdmx_stats_t* stats);
 RDMX_API const char* rdmx_fabric_name(rdmx_context_t* ctx);
+/* Gives the context the job secret (16 to 64 bytes, the same on every rank and known to
+ * no one else), before its first connection: connections then prove membership with it
+ * (a MAC in the connection private data). With RDMX_AUTH=secret and no RDMX_JOB_SECRET,
+ * connections wait for this call (at most RDMX_CONNECT_TIMEOUT_MS). */
+RDMX_API int rdmx_set_job_secret(rdmx_context_t* ctx, const void* secret, size_t len);
 /* The path to rank's peer once its address is added: "shm" (shared memory, the peer is
  * on this host) or the network fabric's name ("ofi", "verbs", "loopback"); "" if rank
  * has no address or is out of range, "self" for this rank. */

@@ -37,6 +37,7 @@ class Context {
   virtual const std::string& last_error() const = 0;
   virtual const char* fabric_name() const = 0;
   virtual const char* peer_fabric(int32_t rank) const = 0;
+  virtual int set_job_secret(const uint8_t* secret, size_t len) = 0;
 };
 
 // One factory per backend built into this library (null where not built). with_shm: the

@@ -62,6 +62,9 @@ class EngineContext final : public Context {
   const rdmx_stats_t& stats() const override { return e_.stats(); }
   const std::string& last_error() const override { return e_.last_error(); }
   const char* fabric_name() const override { return F::kName; }
+  int set_job_secret(const uint8_t* secret, size_t len) override {
+    return e_.set_job_secret(secret, len);
+  }
   const char* peer_fabric(int32_t rank) const override {
     const std::vector<uint8_t>* a = e_.peer_address(rank);
     if (!a) return "";

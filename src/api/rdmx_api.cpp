@@ -217,6 +217,12 @@ int rdmx_get_stats(rdmx_context_t* ctx, rdmx_stats_t* stats) {
 
 const char* rdmx_fabric_name(rdmx_context_t* ctx) { return ctx ? ctx->impl->fabric_name() : ""; }
 
+int rdmx_set_job_secret(rdmx_context_t* ctx, const void* secret, size_t len) {
+  if (!ctx) return RDMX_ERR_INVALID;
+  return guarded(
+      [&]() -> int { return ctx->impl->set_job_secret(static_cast<const uint8_t*>(secret), len); });
+}
+
 const char* rdmx_peer_fabric(rdmx_context_t* ctx, int32_t rank) {
   return ctx ? ctx->impl->peer_fabric(rank) : "";
 }

@@ -8,6 +8,9 @@
 #include <random>
 
 #include "bootstrap/bootstrap_lobby.h"
+#include "bootstrap/bootstrap_proof.h"
+#include "core/job_secret.h"
+#include "protocol/connect_msg.h"
 #include "rdmx/rdmx.h"
 
 namespace rdmx::bootstrap {
@@ -87,6 +90,11 @@ bool config_from(const Settings& s, Config& out, std::string& err) {
   out.rank = int32_t(s.rank);
   out.size = int32_t(s.size);
   out.timeout_ms = s.bootstrap_wait_ms;
+  if (!s.job_secret.empty() && s.auth != "job-key") {
+    std::vector<uint8_t> secret = secret_from_hex(s.job_secret);
+    out.has_secret = true;
+    out.key = protocol::secret_mac_key(secret.data(), secret.size());
+  }
   return true;
 }
 
@@ -116,7 +124,27 @@ int Bootstrap::join(const Config& c, uint64_t& job_key, std::string& err) {
             std::to_string(cfg_.timeout_ms) + " ms (RDMX_BOOTSTRAP_TIMEOUT_MS): " + err;
       return RDMX_ERR_TIMEOUT;
     }
-    if (!send_frame(root_.fd(), FrameType::Join, cfg_.rank, cfg_.size, nullptr, 0, d, err)) {
+    uint8_t challenge[kChallengeBytes] = {};
+    uint8_t proof[kProofBytes];
+    if (cfg_.has_secret) {
+      Frame c;
+      if (!recv_frame(root_.fd(), c, d, err)) {
+        err = "waiting for rank 0's challenge at " + where() + ": " + err +
+              " (a rank 0 without a job secret sends none: is RDMX_JOB_SECRET set on every "
+              "rank?)";
+        return RDMX_ERR_TIMEOUT;
+      }
+      if (c.type != FrameType::Challenge || c.payload.size() != kChallengeBytes) {
+        err = "rank 0 at " + where() +
+              " did not ask for proof of the job secret: it has none (is RDMX_JOB_SECRET set "
+              "on every rank?)";
+        return RDMX_ERR_PROTOCOL;
+      }
+      std::memcpy(challenge, c.payload.data(), kChallengeBytes);
+      prove_join(cfg_.key, challenge, cfg_.rank, cfg_.size, proof);
+    }
+    if (!send_frame(root_.fd(), FrameType::Join, cfg_.rank, cfg_.size, proof,
+                    cfg_.has_secret ? kProofBytes : 0, d, err)) {
       err = "sending to rank 0 at " + where() + ": " + err;
       return RDMX_ERR_UNREACHABLE;
     }
@@ -130,11 +158,23 @@ int Bootstrap::join(const Config& c, uint64_t& job_key, std::string& err) {
       err = "rank 0 gave up: " + std::string(f.payload.begin(), f.payload.end());
       return RDMX_ERR_TIMEOUT;
     }
-    if (f.type != FrameType::Key || f.payload.size() != sizeof job_key) {
+    if (f.type == FrameType::Challenge) {
+      err = "rank 0 at " + where() +
+            " asks for proof of the job secret, but RDMX_JOB_SECRET is not set on rank " +
+            std::to_string(cfg_.rank) + " (rdmx_launch sets one for every rank of a job)";
+      return RDMX_ERR_PROTOCOL;
+    }
+    size_t want = sizeof job_key + (cfg_.has_secret ? kRootProofBytes : 0);
+    if (f.type != FrameType::Key || f.payload.size() != want) {
       err = "rank 0 sent an unexpected bootstrap message";
       return RDMX_ERR_PROTOCOL;
     }
     std::memcpy(&job_key, f.payload.data(), sizeof job_key);
+    if (cfg_.has_secret &&
+        !check_root(cfg_.key, challenge, job_key, f.payload.data() + sizeof job_key)) {
+      err = "the rank 0 at " + where() + " did not prove it knows the job secret";
+      return RDMX_ERR_PROTOCOL;
+    }
     return RDMX_OK;
   }
 
@@ -144,7 +184,7 @@ int Bootstrap::join(const Config& c, uint64_t& job_key, std::string& err) {
   }
   if (!enough_descriptors(cfg_.size, err)) return RDMX_ERR_NO_MEMORY;
   ranks_.resize(size_t(cfg_.size));
-  Lobby lobby(cfg_.size, listener_);
+  Lobby lobby(cfg_.size, listener_, cfg_.has_secret ? &cfg_.key : nullptr);
   if (!lobby.fill(ranks_, d)) {
     std::vector<int32_t> missing;
     for (int32_t r = 1; r < cfg_.size; ++r)
@@ -159,11 +199,16 @@ int Bootstrap::join(const Config& c, uint64_t& job_key, std::string& err) {
   }
   listener_.reset();
   job_key = random_job_key();
-  for (int32_t r = 1; r < cfg_.size; ++r)
-    if (!send_frame(ranks_[size_t(r)].fd(), FrameType::Key, 0, cfg_.size, &job_key, sizeof job_key,
-                    d, err))
+  for (int32_t r = 1; r < cfg_.size; ++r) {
+    uint8_t key_frame[sizeof job_key + kRootProofBytes];
+    std::memcpy(key_frame, &job_key, sizeof job_key);
+    if (cfg_.has_secret)
+      prove_root(cfg_.key, lobby.challenge_of(r), job_key, key_frame + sizeof job_key);
+    size_t n = sizeof job_key + (cfg_.has_secret ? kRootProofBytes : 0);
+    if (!send_frame(ranks_[size_t(r)].fd(), FrameType::Key, 0, cfg_.size, key_frame, n, d, err))
       return fail_all(RDMX_ERR_UNREACHABLE,
                       "rank " + std::to_string(r) + " went away during the bootstrap: " + err, err);
+  }
   return RDMX_OK;
 }
 

@@ -1,6 +1,8 @@
 // The standalone bootstrap, so that rdmx runs without MPI: RDMX_RANK, RDMX_SIZE and
 // RDMX_BOOTSTRAP=host:port. Rank 0 listens on that port; every other rank connects to
-// it. Rank 0 waits for all of them, chooses a random job key and sends it out; then
+// it (and, when the job has a secret, answers rank 0's challenge with a proof that it
+// knows it). Rank 0 waits for all of them, chooses a random job key and sends it out
+// (with its own proof); then
 // every rank initialises its context and sends its address blob, and rank 0 sends
 // everyone the table of all addresses. Every wait ends at RDMX_BOOTSTRAP_TIMEOUT_MS
 // (the other ranks wait two seconds longer than rank 0, to hear its verdict): a rank
@@ -14,6 +16,7 @@
 
 #include "bootstrap/bootstrap_socket.h"
 #include "core/settings.h"
+#include "core/siphash.h"
 
 namespace rdmx::bootstrap {
 
@@ -23,6 +26,10 @@ struct Config {
   std::string host;
   uint16_t port = 0;
   uint64_t timeout_ms = 30000;
+  // The job secret's key (RDMX_JOB_SECRET): every rank proves it knows it before it is
+  // let in, and rank 0 proves it back (bootstrap_proof.h).
+  bool has_secret = false;
+  SipKey key{};
 };
 
 // Reads RDMX_RANK, RDMX_SIZE and RDMX_BOOTSTRAP(_TIMEOUT_MS) from s; false with err

@@ -75,16 +75,34 @@ void Lobby::accept_all(Clock::time_point now) {
     w.s = Socket(fd);
     w.from = address_of(a, len);
     w.since = now;
+    if (key_) {
+      // The challenge goes out at once, without waiting: it fits the socket's buffer.
+      std::string err;
+      if (!fresh_challenge(w.challenge.data()) ||
+          !send_frame(fd, FrameType::Challenge, 0, size_, w.challenge.data(), kChallengeBytes, now,
+                      err)) {
+        turn_away(w, "could not be challenged: " + err, false);
+        continue;
+      }
+    }
     waiting_.push_back(std::move(w));
   }
 }
 
 bool Lobby::read(Waiting& w, std::vector<Socket>& ranks) {
   for (;;) {
-    ssize_t k = ::recv(w.s.fd(), w.buf + w.got, kJoinBytes - w.got, MSG_DONTWAIT);
+    ssize_t k = ::recv(w.s.fd(), w.buf + w.got, join_bytes() - w.got, MSG_DONTWAIT);
     if (k > 0) {
       w.got += size_t(k);
-      if (w.got == kJoinBytes) break;
+      if (w.got == join_bytes()) break;
+      // A header that is no join of the expected length is turned away without waiting
+      // for bytes that may never come.
+      int32_t r = 0, n = 0;
+      std::string why;
+      if (w.got >= kJoinBytes && !decode_join(w.buf, join_bytes() - kJoinBytes, r, n, why)) {
+        turn_away(w, why, false);
+        return true;
+      }
       continue;
     }
     if (k < 0 && errno == EINTR) continue;
@@ -94,7 +112,7 @@ bool Lobby::read(Waiting& w, std::vector<Socket>& ranks) {
   }
   int32_t rank = 0, size = 0;
   std::string why;
-  if (!decode_join(w.buf, rank, size, why)) {
+  if (!decode_join(w.buf, join_bytes() - kJoinBytes, rank, size, why)) {
     turn_away(w, why, false);
     return true;
   }
@@ -118,6 +136,14 @@ bool Lobby::read(Waiting& w, std::vector<Socket>& ranks) {
               true);
     return true;
   }
+  if (key_ && !check_join(*key_, w.challenge.data(), rank, size, w.buf + kJoinBytes)) {
+    turn_away(w,
+              "claims rank " + std::to_string(rank) +
+                  " but did not prove it knows the job secret (RDMX_JOB_SECRET)",
+              true);
+    return true;
+  }
+  challenges_[size_t(rank)] = w.challenge;
   ranks[size_t(rank)] = std::move(w.s);
   ++joined_;
   return true;

@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include <array>
+
+#include "bootstrap/bootstrap_proof.h"
 #include "bootstrap/bootstrap_socket.h"
 
 namespace rdmx::bootstrap {
@@ -20,21 +23,27 @@ class Lobby {
   static constexpr auto kIdleLimit = std::chrono::seconds(10);
   static constexpr size_t kMaxWaiting = 256;  // strangers held at once
 
-  Lobby(int32_t size, const Socket& listener) : size_(size), listener_(listener) {}
+  // key: the job secret's, when the job has one; then every connection is challenged
+  // and admitted only with a proof (bootstrap_proof.h).
+  Lobby(int32_t size, const Socket& listener, const SipKey* key)
+      : size_(size), listener_(listener), key_(key), challenges_(size_t(size)) {}
 
   // Admits ranks 1..size-1 into ranks (indexed by rank) until all are there (true) or
   // the deadline passes (false).
   bool fill(std::vector<Socket>& ranks, Deadline d);
   // The connections turned away, in words ("" if none), for rank 0's error.
   std::string turned_away() const;
+  // The challenge an admitted rank answered (with a job secret).
+  const uint8_t* challenge_of(int32_t rank) const { return challenges_[size_t(rank)].data(); }
 
  private:
   struct Waiting {
     Socket s;
     std::string from;  // the peer's address, for messages
     Clock::time_point since;
-    uint8_t buf[kJoinBytes] = {};
+    uint8_t buf[kJoinBytes + kProofBytes] = {};
     size_t got = 0;
+    std::array<uint8_t, kChallengeBytes> challenge{};
   };
 
   void accept_all(Clock::time_point now);
@@ -42,8 +51,12 @@ class Lobby {
   bool read(Waiting& w, std::vector<Socket>& ranks);
   void turn_away(Waiting& w, const std::string& why, bool tell);
 
+  size_t join_bytes() const { return kJoinBytes + (key_ ? kProofBytes : 0); }
+
   int32_t size_;
   const Socket& listener_;
+  const SipKey* key_;
+  std::vector<std::array<uint8_t, kChallengeBytes>> challenges_;
   std::vector<Waiting> waiting_;
   int32_t joined_ = 0;
   Clock::time_point backoff_until_{};

@@ -222,7 +222,7 @@ bool send_frame(int fd, FrameType t, int32_t rank, int32_t size, const void* dat
 bool recv_frame(int fd, Frame& out, Deadline d, std::string& err) {
   FrameHeader h{};
   if (!recv_all(fd, &h, sizeof h, d, err)) return false;
-  if (h.magic != kFrameMagic || h.len > kMaxPayload || h.type < 1 || h.type > 5) {
+  if (h.magic != kFrameMagic || h.len > kMaxPayload || h.type < 1 || h.type > 6) {
     err = "a message that is not from an rdmx bootstrap";
     return false;
   }
@@ -237,17 +237,21 @@ bool recv_frame(int fd, Frame& out, Deadline d, std::string& err) {
 
 namespace rdmx::bootstrap {
 
-bool decode_join(const uint8_t (&bytes)[kJoinBytes], int32_t& rank, int32_t& size,
+bool decode_join(const uint8_t* header, size_t payload_len, int32_t& rank, int32_t& size,
                  std::string& why) {
+  static_assert(sizeof(FrameHeader) == kJoinBytes);
   FrameHeader h{};
-  std::memcpy(&h, bytes, sizeof h);
+  std::memcpy(&h, header, sizeof h);
   if (h.magic != kFrameMagic) {
     why = "not an rdmx bootstrap message";
     return false;
   }
-  if (h.type != uint16_t(FrameType::Join) || h.len != 0) {
+  if (h.type != uint16_t(FrameType::Join) || h.len != payload_len) {
     why = "not a join (message type " + std::to_string(h.type) + ", " + std::to_string(h.len) +
           " bytes)";
+    if (h.type == uint16_t(FrameType::Join))
+      why += payload_len ? ": no proof of the job secret (is RDMX_JOB_SECRET set on every rank?)"
+                         : ": a proof of a job secret rank 0 does not have";
     return false;
   }
   rank = h.rank;

@@ -58,11 +58,12 @@ bool wait_readable(int fd, Deadline d);
 
 // A framed message: a fixed header, then len bytes.
 enum class FrameType : uint16_t {
-  Join = 1,     // rank k -> 0: {rank, size}
-  Key = 2,      // 0 -> k: the job key (8 bytes)
-  Address = 3,  // k -> 0: the rank's address blob
-  Table = 4,    // 0 -> k: every rank's address, each as u32 length + bytes
-  Fail = 5,     // either way: why the job cannot start, in words
+  Join = 1,       // rank k -> 0: {rank, size}
+  Key = 2,        // 0 -> k: the job key (8 bytes)
+  Address = 3,    // k -> 0: the rank's address blob
+  Table = 4,      // 0 -> k: every rank's address, each as u32 length + bytes
+  Fail = 5,       // either way: why the job cannot start, in words
+  Challenge = 6,  // 0 -> k, first, when the job has a secret: bytes to prove it over
 };
 
 struct Frame {
@@ -77,10 +78,11 @@ bool send_frame(int fd, FrameType t, int32_t rank, int32_t size, const void* dat
 // False on error, end of stream or the deadline (err says which).
 bool recv_frame(int fd, Frame& out, Deadline d, std::string& err);
 
-// A Join frame is a bare header of this many bytes. decode_join checks one read from a
+// A Join frame is a header of this many bytes, followed by payload_len bytes (a proof
+// of the job secret, or nothing). decode_join checks the header of one read from a
 // stranger: true with rank and size, or false with why in words.
 inline constexpr size_t kJoinBytes = 20;
-bool decode_join(const uint8_t (&bytes)[kJoinBytes], int32_t& rank, int32_t& size,
+bool decode_join(const uint8_t* header, size_t payload_len, int32_t& rank, int32_t& size,
                  std::string& why);
 
 // A Table frame's payload: every rank's address in rank order, each as a u32 length and

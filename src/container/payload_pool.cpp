@@ -13,9 +13,8 @@ PayloadPool::Buffer PayloadPool::get(size_t len) {
     b.data = free_[c].back();
     free_[c].pop_back();
   } else {
-    made_.reserve(made_.size() + 1);  // so that the buffer is owned once it exists
-    b.data = static_cast<uint8_t*>(::operator new(want));
-    made_.push_back(b.data);
+    all_.push_back(nullptr);  // the slot first: if either allocation fails, nothing leaks
+    b.data = all_.back() = static_cast<uint8_t*>(::operator new(want));
   }
   return b;
 }
@@ -25,7 +24,7 @@ void PayloadPool::put(Buffer b) {
 }
 
 PayloadPool::~PayloadPool() {
-  for (uint8_t* p : made_) ::operator delete(p);
+  for (uint8_t* p : all_) ::operator delete(p);
 }
 
 }  // namespace rdmx

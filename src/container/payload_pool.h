@@ -1,11 +1,13 @@
 // Buffers for the payloads of unexpected eager messages, in power-of-two size
-// classes, recycled instead of freed. The pool owns every buffer it made: those still
-// out when it goes (messages never received) go with it.
+// classes, recycled instead of freed.
+//
+// The pool owns every buffer it has handed out, not only those given back: a message
+// that is never received (still queued, or claimed by a matched probe and never
+// received) keeps its buffer until the pool goes, with the engine, at finalize.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 namespace rdmx {
@@ -16,14 +18,18 @@ class PayloadPool {
     uint8_t* data = nullptr;
     uint8_t size_class = 0;
   };
+  PayloadPool() = default;
+  PayloadPool(const PayloadPool&) = delete;
+  PayloadPool& operator=(const PayloadPool&) = delete;
+  ~PayloadPool();
+
   Buffer get(size_t len);
   void put(Buffer b);
-  ~PayloadPool();
 
  private:
   static constexpr int kClasses = 32;
   std::vector<uint8_t*> free_[kClasses];
-  std::vector<uint8_t*> made_;  // every buffer, out or free
+  std::vector<uint8_t*> all_;
 };
 
 }  // namespace rdmx

@@ -1,12 +1,23 @@
 // The engine's settings: fabric choice, protocol sizes, connection parameters, logging.
 #include "core/setting_decl.h"
 
+#include <cctype>
+#include <string>
+
 namespace rdmx {
 namespace {
 
 constexpr int64_t kGiB = int64_t(1) << 30;
 constexpr const char* kFabrics[] = {"auto", "loopback", "verbs", "ofi", "shm", nullptr};
 constexpr const char* kIdle[] = {"sleep", "spin", nullptr};
+constexpr const char* kAuth[] = {"auto", "job-key", "secret", nullptr};
+
+bool is_secret_hex(const std::string& v) {
+  if (v.size() < 32 || v.size() > 128 || v.size() % 2) return false;
+  for (char c : v)
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
 
 constexpr SettingDecl kDecls[] = {
     {.name = "RDMX_FABRIC",
@@ -97,6 +108,24 @@ constexpr SettingDecl kDecls[] = {
              "wait object, or keep polling (over libfabric tcp the wait object costs about 1 us "
              "per message); the Open MPI component polls unless this says sleep",
      .store_text = store_text<&Settings::idle>},
+    {.name = "RDMX_AUTH",
+     .type = RDMX_SETTING_CHOICE,
+     .def_text = "auto",
+     .choices = kAuth,
+     .help = "how a connection proves job membership: secret = a MAC keyed by the job secret "
+             "(RDMX_JOB_SECRET, or rdmx_set_job_secret after init; connections wait for it); "
+             "job-key = keyed by the job key, a label anyone who knows it can use; auto = "
+             "secret if RDMX_JOB_SECRET is set, else job-key",
+     .store_text = store_text<&Settings::auth>},
+    {.name = "RDMX_JOB_SECRET",
+     .type = RDMX_SETTING_TEXT,
+     .def_text = "",
+     .help = "the job secret, shared by every rank of the job and no one else (rdmx_launch "
+             "makes one per job); never printed",
+     .flags = RDMX_SETTING_SECRET | RDMX_SETTING_NO_DEFAULT,
+     .store_text = store_text<&Settings::job_secret>,
+     .check = is_secret_hex,
+     .accepted = "32 to 128 hex digits (128 to 512 bits)"},
 };
 
 }  // namespace

@@ -55,7 +55,10 @@ bool apply(const SettingEntry& e, Settings& s, const std::string& v, std::string
       if (ok) d.store_text(s, v);
       break;
   }
-  if (!ok) err = std::string(d.name) + "='" + v + "' is not accepted: expected " + e.desc.accepted;
+  if (!ok)
+    err = std::string(d.name) +
+          (d.flags & RDMX_SETTING_SECRET ? " (its value not shown)" : "='" + v + "'") +
+          " is not accepted: expected " + e.desc.accepted;
   return ok;
 }
 

@@ -23,6 +23,8 @@ struct Settings {
   std::string verbs_device;      // RDMX_VERBS_DEVICE (device name or IP; "" = first)
   uint64_t connect_timeout_ms;   // RDMX_CONNECT_TIMEOUT_MS
   uint64_t verbose;              // RDMX_VERBOSE
+  std::string auth;              // RDMX_AUTH: auto|job-key|secret
+  std::string job_secret;        // RDMX_JOB_SECRET (hex), secret
   std::string idle;              // RDMX_IDLE: sleep|spin
   uint64_t loopback_rd_atom;     // RDMX_LOOPBACK_DEVICE_RD_ATOM
   uint64_t loopback_max_inline;  // RDMX_LOOPBACK_MAX_INLINE

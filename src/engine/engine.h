@@ -6,6 +6,7 @@
 // backend, above both engine and fabric (api/<backend>_context.cpp).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -42,6 +43,9 @@ class Engine {
   size_t address(uint8_t* buf, size_t cap) const { return fabric_.address(buf, cap); }
   int add_peer(int32_t rank, const void* addr, size_t len);
   [[gnu::always_inline]] int progress();
+  // The job secret (engine_connect.h): connections prove membership with it from now on;
+  // requests and sends that waited for it go ahead.
+  int set_job_secret(const uint8_t* secret, size_t len);
   // Sleeps until the fabric may have work for progress(), at most timeout_ms.
   int wait_event(int timeout_ms) { return fabric_.wait(timeout_ms); }
   void finalize();
@@ -105,7 +109,11 @@ class Engine {
 
   // Connections (engine_connect.h).
   void connect_peer(Peer<F>& p);
-  protocol::CmMessage offer(protocol::CmKind kind, Link<F>& l);
+  protocol::CmMessage offer(protocol::CmKind kind, Link<F>& l, const uint8_t* bound);
+  bool proven(const protocol::CmMessage& m, const uint8_t* bound) const {
+    return protocol::verify(m, mac_key_, bound);
+  }
+  void expire_secret_wait();
   void take_offer(Link<F>& l, const protocol::CmMessage& m);
   bool setup_link(Link<F>& l, std::string& err);
   void retire(std::unique_ptr<Link<F>> l);
@@ -217,6 +225,9 @@ class Engine {
   int32_t rank_ = 0;
   int32_t size_ = 0;
   uint64_t job_key_ = 0;
+  SipKey mac_key_{};       // what connections prove membership with (connect_msg.h)
+  bool key_ready_ = true;  // false while RDMX_AUTH=secret waits for rdmx_set_job_secret
+  std::chrono::steady_clock::time_point secret_wait_started_{};
   Settings settings_;
   uint32_t recv_buf_size_ = 0;
   uint64_t progress_calls_ = 0;

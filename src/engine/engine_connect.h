@@ -47,16 +47,19 @@ bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
   return true;
 }
 
-// What this side offers a peer in its connect or accept message.
+// What this side offers a peer in its connect or accept message, sealed with this job's
+// MAC key (an accept's MAC also covers the request's nonce, bound).
 template <fabric::Fabric F>
-protocol::CmMessage Engine<F>::offer(protocol::CmKind kind, Link<F>& l) {
-  CmMessage m = protocol::make_cm(kind, job_key_, rank_, l.peer->rank);
+protocol::CmMessage Engine<F>::offer(protocol::CmKind kind, Link<F>& l, const uint8_t* bound) {
+  CmMessage m = protocol::make_cm(kind, rank_, l.peer->rank);
   m.qp_num = fabric_.qp_num(l.conn);
   m.eager_limit = uint32_t(settings_.eager_limit);
   m.credits = uint16_t(l.credits.window());
   m.ctrl_credits = kCtrlCredits;
   m.flags = uint8_t((settings_.flow_control ? protocol::kFlowControl : 0) |
                     (settings_.srq ? protocol::kSharedReceive : 0));
+  protocol::fresh_nonce(m);
+  protocol::seal(m, mac_key_, bound);
   return m;
 }
 
@@ -77,6 +80,15 @@ void Engine<F>::take_offer(Link<F>& l, const protocol::CmMessage& m) {
 
 template <fabric::Fabric F>
 void Engine<F>::connect_peer(Peer<F>& p) {
+  if (!key_ready_) {
+    // Nothing can be proven without the job secret: the sends wait for it (bounded by
+    // RDMX_CONNECT_TIMEOUT_MS, expire_secret_wait()).
+    if (!p.awaiting_secret) {
+      p.awaiting_secret = true;
+      ++connecting_;
+    }
+    return;
+  }
   if (p.address.empty()) {
     fail_peer(p, RDMX_ERR_UNREACHABLE,
               "no address for rank " + std::to_string(p.rank) + " (rdmx_add_peer was not called)");
@@ -91,7 +103,8 @@ void Engine<F>::connect_peer(Peer<F>& p) {
   int rc = fabric_.create_conn(p.address.data(), p.address.size(), nullptr, l.get(), &l->conn, err);
   if (rc == RDMX_OK && !setup_link(*l, err)) rc = RDMX_ERR_NO_MEMORY;
   if (rc == RDMX_OK) {
-    CmMessage m = offer(CmKind::Connect, *l);
+    CmMessage m = offer(CmKind::Connect, *l, nullptr);
+    std::memcpy(l->request_nonce, m.nonce, sizeof m.nonce);
     rc = fabric_.connect(l->conn, &m, sizeof m, err);
   }
   Link<F>* raw = l.get();
@@ -106,13 +119,21 @@ void Engine<F>::connect_peer(Peer<F>& p) {
 
 template <fabric::Fabric F>
 void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* pdata, size_t len) {
+  if (!key_ready_) {
+    // Nothing can be verified yet: the requester is asked to try again (on_rejected).
+    CmMessage r = protocol::make_cm(CmKind::Reject, rank_, -1);
+    r.reason = RejectReason::NotReady;
+    fabric_.reject(req, &r, sizeof r);
+    return;
+  }
   CmMessage m;
   std::string why;
   RejectReason reason = protocol::parse_cm(pdata, len, CmKind::Connect, m, why);
+  // Membership first: nothing a non-member says reaches the state of any peer.
   if (reason == RejectReason::None) {
-    if (job_key_ && m.job_key != job_key_) {
+    if (!proven(m, nullptr)) {
       reason = RejectReason::WrongJob;
-      why = "job key mismatch";
+      why = "its MAC does not verify with this job's key";
     } else if (m.dst_rank != rank_) {
       reason = RejectReason::WrongRank;
       why = "addressed to rank " + std::to_string(m.dst_rank);
@@ -123,6 +144,19 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
     }
   }
   Peer<F>* p = reason == RejectReason::None ? &peers_[size_t(m.src_rank)] : nullptr;
+  if (p) {
+    // A member's request, recorded or recognised: a recorded one sent again is a replay.
+    uint64_t nonce;
+    std::memcpy(&nonce, m.nonce, sizeof nonce);
+    if (std::find(p->nonces_seen.begin(), p->nonces_seen.end(), nonce) != p->nonces_seen.end()) {
+      reason = RejectReason::Replayed;
+      why = "a request of rank " + std::to_string(m.src_rank) + " seen before";
+      p = nullptr;
+    } else {
+      if (p->nonces_seen.size() >= 256) p->nonces_seen.erase(p->nonces_seen.begin());
+      p->nonces_seen.push_back(nonce);
+    }
+  }
   if (p && p->failed) {
     reason = RejectReason::Shutdown;
     why = "that peer was already given up";
@@ -143,8 +177,8 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
     RDMX_LOG(reason == RejectReason::Duplicate ? LogLevel::Info : LogLevel::Warn, rank_,
              "rejecting a connection request: %s (%s)", protocol::reject_reason_text(reason),
              why.c_str());
-    // A reject goes to whoever asked, member or not: it carries no job key.
-    CmMessage r = protocol::make_cm(CmKind::Reject, 0, rank_, m.src_rank);
+    // A reject goes to whoever asked, member or not: it carries nothing secret.
+    CmMessage r = protocol::make_cm(CmKind::Reject, rank_, m.src_rank);
     r.reason = reason;
     fabric_.reject(req, &r, sizeof r);
     return;
@@ -159,13 +193,13 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
   if (rc == RDMX_OK && !setup_link(*l, err)) rc = RDMX_ERR_NO_MEMORY;
   if (rc != RDMX_OK) {
     error(rc, "cannot accept rank " + std::to_string(m.src_rank) + ": " + err);
-    CmMessage r = protocol::make_cm(CmKind::Reject, 0, rank_, m.src_rank);
+    CmMessage r = protocol::make_cm(CmKind::Reject, rank_, m.src_rank);
     r.reason = RejectReason::Resources;
     fabric_.reject(req, &r, sizeof r);
     if (l->conn) retire(std::move(l));
     return;
   }
-  CmMessage a = offer(CmKind::Accept, *l);
+  CmMessage a = offer(CmKind::Accept, *l, m.nonce);
   p->link = std::move(l);
   ++connecting_;
   rc = fabric_.accept(p->link->conn, req, &a, sizeof a, err);
@@ -186,8 +220,10 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
     CmMessage m;
     std::string why;
     RejectReason r = protocol::parse_cm(pdata, len, CmKind::Accept, m, why);
-    if (r == RejectReason::None &&
-        (m.src_rank != p.rank || m.dst_rank != rank_ || (job_key_ && m.job_key != job_key_))) {
+    if (r == RejectReason::None && !proven(m, l->request_nonce)) {
+      r = RejectReason::WrongJob;
+      why = "the accept does not prove membership of this job (its MAC does not verify)";
+    } else if (r == RejectReason::None && (m.src_rank != p.rank || m.dst_rank != rank_)) {
       r = RejectReason::WrongRank;
       why = "the accept came from rank " + std::to_string(m.src_rank) + " for rank " +
             std::to_string(m.dst_rank);
@@ -232,6 +268,18 @@ void Engine<F>::on_rejected(void* user, const uint8_t* pdata, size_t len, const 
   std::string text = r == RejectReason::None
                          ? protocol::reject_reason_text(m.reason)
                          : std::string(why) + " (no rdmx reason: " + parse_why + ")";
+  if (r == RejectReason::None && m.reason == RejectReason::NotReady && l->peer->link.get() == l &&
+      std::chrono::steady_clock::now() - l->started <
+          std::chrono::milliseconds(settings_.connect_timeout_ms)) {
+    // The peer has not been given the job secret yet: try again shortly.
+    Peer<F>& p = *l->peer;
+    p.retry_started = l->started;
+    retire(std::move(p.link));
+    p.retry_pending = true;
+    p.retry_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    ++connecting_;
+    return;
+  }
   if (r == RejectReason::None && m.reason == RejectReason::Duplicate) {
     // Lost a simultaneous connect; the peer's connection to us carries the traffic.
     if (l->peer->link.get() == l) retire(std::move(l->peer->link));
@@ -250,8 +298,58 @@ void Engine<F>::retire(std::unique_ptr<Link<F>> l) {
 }
 
 template <fabric::Fabric F>
+int Engine<F>::set_job_secret(const uint8_t* secret, size_t len) {
+  if (!secret || len < 16 || len > 64)
+    return error(RDMX_ERR_INVALID, "rdmx_set_job_secret: a secret of " + std::to_string(len) +
+                                       " bytes (16 to 64 accepted)");
+  bool linked = std::any_of(peers_.begin(), peers_.end(), [](auto& p) { return bool(p.link); });
+  if (linked || stats_.connections > 0)
+    return error(RDMX_ERR_INVALID,
+                 "rdmx_set_job_secret: connections exist already; the secret must be set "
+                 "before the first");
+  mac_key_ = protocol::secret_mac_key(secret, len);
+  key_ready_ = true;
+  RDMX_LOG(LogLevel::Info, rank_, "job secret set: connections prove membership with it");
+  for (auto& p : peers_)
+    if (p.awaiting_secret) {
+      p.awaiting_secret = false;
+      --connecting_;
+      if (!p.link && !p.failed && !p.backlog.empty()) connect_peer(p);
+    }
+  return RDMX_OK;
+}
+
+// The job secret never came: what waited for it fails, in words.
+template <fabric::Fabric F>
+void Engine<F>::expire_secret_wait() {
+  for (auto& p : peers_)
+    if (p.awaiting_secret) {
+      p.awaiting_secret = false;
+      --connecting_;
+      fail_peer(p, RDMX_ERR_TIMEOUT,
+                "no job secret was given (RDMX_AUTH=secret: RDMX_JOB_SECRET or "
+                "rdmx_set_job_secret) within " +
+                    std::to_string(settings_.connect_timeout_ms) +
+                    " ms (RDMX_CONNECT_TIMEOUT_MS): rank " + std::to_string(p.rank) +
+                    " cannot be connected");
+    }
+}
+
+template <fabric::Fabric F>
 void Engine<F>::check_connect_timeouts() {
   auto now = std::chrono::steady_clock::now();
+  if (!key_ready_ &&
+      now - secret_wait_started_ > std::chrono::milliseconds(settings_.connect_timeout_ms))
+    expire_secret_wait();
+  // Peers that had no job secret yet when asked: ask again, within the same time limit.
+  for (auto& p : peers_)
+    if (p.retry_pending && now >= p.retry_at) {
+      p.retry_pending = false;
+      --connecting_;
+      if (p.link || p.failed || p.backlog.empty()) continue;
+      connect_peer(p);
+      if (p.link) p.link->started = p.retry_started;
+    }
   auto limit = std::chrono::milliseconds(settings_.connect_timeout_ms);
   for (auto& p : peers_) {
     Link<F>* l = p.link.get();

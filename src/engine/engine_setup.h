@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/job_secret.h"
 #include "core/log.h"
 #include "engine/engine.h"
 
@@ -22,6 +23,15 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
   size_ = size;
   job_key_ = job_key;
   settings_ = s;
+  // How connections prove membership (connect_msg.h): the job secret, or the job key.
+  mac_key_ = protocol::job_key_mac_key(job_key);
+  if (!s.job_secret.empty() && s.auth != "job-key") {
+    std::vector<uint8_t> secret = secret_from_hex(s.job_secret);
+    mac_key_ = protocol::secret_mac_key(secret.data(), secret.size());
+  } else if (s.auth == "secret" && s.job_secret.empty()) {
+    key_ready_ = false;  // rdmx_set_job_secret gives it
+    secret_wait_started_ = std::chrono::steady_clock::now();
+  }
   set_log_level(int(s.verbose));
   peers_.resize(size_t(size));
   for (int32_t i = 0; i < size; ++i) peers_[size_t(i)].rank = i;

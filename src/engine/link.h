@@ -15,6 +15,7 @@
 #include "engine/registration.h"
 #include "engine/send_slots.h"
 #include "fabric/fabric.h"
+#include "protocol/connect_msg.h"
 
 namespace rdmx::engine {
 
@@ -32,6 +33,7 @@ struct Link {
   // buffers hold no more, and this side's bounce buffers no more than its own.
   uint64_t eager_limit = 0;
   std::chrono::steady_clock::time_point started{};
+  uint8_t request_nonce[protocol::kNonceBytes] = {};  // active side: what the accept must cover
 
   Credits credits;
   uint32_t send_seq = 0;
@@ -68,7 +70,11 @@ struct Peer {
   // Set by whatever queues such work; drain() clears it once all of it has gone.
   bool pending = false;
   bool failed = false;
+  bool awaiting_secret = false;  // a send waits to connect until the job secret is given
+  bool retry_pending = false;    // the peer had no secret yet: connect again at retry_at
+  std::chrono::steady_clock::time_point retry_at{}, retry_started{};
   int failure_code = 0;
+  std::vector<uint64_t> nonces_seen;  // connect requests proven to come from this rank
   std::string failure;
 };
 

@@ -25,8 +25,9 @@ void print_markdown() {
   for (size_t i = 0; i < rdmx_setting_count(); ++i) {
     rdmx_setting_desc_t d;
     if (rdmx_setting_get(i, &d) != RDMX_OK) continue;
-    std::string mca =
-        d.flags & RDMX_SETTING_STANDALONE ? "-" : "`mtl_rdmx_" + std::string(d.key) + "`";
+    std::string mca = d.flags & (RDMX_SETTING_STANDALONE | RDMX_SETTING_SECRET)
+                          ? "-"
+                          : "`mtl_rdmx_" + std::string(d.key) + "`";
     std::string def = d.flags & RDMX_SETTING_NO_DEFAULT ? "unset"
                       : d.default_text[0]               ? "`" + std::string(d.default_text) + "`"
                                                         : "empty";

@@ -1,5 +1,6 @@
 // rdmx_launch: starts N ranks of a program on this machine for rdmx's standalone
-// bootstrap (RDMX_RANK, RDMX_SIZE, RDMX_BOOTSTRAP=host:port; see rdmx_init_bootstrap)
+// bootstrap (RDMX_RANK, RDMX_SIZE, RDMX_BOOTSTRAP=host:port and a fresh RDMX_JOB_SECRET;
+// see rdmx_init_bootstrap)
 // and exits with the worst status among them. Once a rank fails, the others get a
 // grace period to notice and report it, then they are stopped.
 #include <netinet/in.h>
@@ -16,6 +17,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "core/job_secret.h"
 
 namespace {
 
@@ -132,6 +135,14 @@ int main(int argc, char** argv) {
   }
   std::string where = (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host) + ":" +
                       std::to_string(o.port);
+  // One secret per job, handed to its ranks in their environment (only processes of
+  // this user can read it there), unless the caller gave one.
+  const char* given = std::getenv("RDMX_JOB_SECRET");
+  std::string secret = given && *given ? given : rdmx::random_secret_hex(16);
+  if (secret.empty()) {
+    std::fprintf(stderr, "rdmx_launch: no system randomness for the job secret\n");
+    return 2;
+  }
   std::vector<pid_t> pids(size_t(o.n), -1);
   std::fflush(stdout);
   std::fflush(stderr);
@@ -147,6 +158,7 @@ int main(int argc, char** argv) {
       ::setenv("RDMX_RANK", std::to_string(r).c_str(), 1);
       ::setenv("RDMX_SIZE", std::to_string(o.n).c_str(), 1);
       ::setenv("RDMX_BOOTSTRAP", where.c_str(), 1);
+      ::setenv("RDMX_JOB_SECRET", secret.c_str(), 1);
       if (!o.timeout_ms.empty()) ::setenv("RDMX_BOOTSTRAP_TIMEOUT_MS", o.timeout_ms.c_str(), 1);
       ::execvp(o.argv[0], o.argv.data());
       std::fprintf(stderr, "rdmx_launch: rank %d: cannot run %s: %s\n", r, o.argv[0],

@@ -19,51 +19,13 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/bootstrap_test_util.h"
 #include "core/settings.h"
 #include "harness/world.h"
 #include "rdmx/rdmx.h"
 
 namespace rdmx::bootstrap {
 namespace {
-
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  socklen_t len = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-Config config(int rank, int size, uint16_t port, uint64_t timeout_ms) {
-  Config c;
-  c.rank = rank;
-  c.size = size;
-  c.host = "127.0.0.1";
-  c.port = port;
-  c.timeout_ms = timeout_ms;
-  return c;
-}
-
-struct Outcome {
-  int rc = -1;
-  std::string err;
-  uint64_t key = 0;
-  std::vector<std::vector<uint8_t>> table;
-};
-
-// One rank: join, then exchange a blob that says who it is.
-Outcome run_rank(const Config& c) {
-  Outcome o;
-  Bootstrap b;
-  o.rc = b.join(c, o.key, o.err);
-  if (o.rc) return o;
-  std::vector<uint8_t> mine(size_t(c.rank) + 1, uint8_t(c.rank));
-  o.rc = b.exchange(mine, o.table, o.err);
-  return o;
-}
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -141,31 +103,6 @@ TEST(Bootstrap, ASizeMismatchIsNamed) {
 }
 
 // A connection to rank 0 that is not one of its ranks, as a stranger would open.
-int raw_connect(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  for (int i = 0; i < 200; ++i) {
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // rank 0 may not listen yet
-  }
-  ::close(fd);
-  return -1;
-}
-
-// The bytes of a Join frame: magic "RXBS", type 1, rank, size, no payload.
-void send_join(int fd, int32_t rank, int32_t size, uint32_t magic = 0x53425852) {
-  uint8_t b[20] = {};
-  uint16_t type = 1;
-  std::memcpy(b, &magic, 4);
-  std::memcpy(b + 4, &type, 2);
-  std::memcpy(b + 8, &rank, 4);
-  std::memcpy(b + 12, &size, 4);
-  ASSERT_EQ(::send(fd, b, sizeof b, MSG_NOSIGNAL), ssize_t(sizeof b));
-}
-
 // Join frames with a wrong size, a rank out of range or taken, and bytes that are no
 // frame at all each cost the job nothing: the real ranks still start it.
 TEST(Bootstrap, AStrangersBadFramesCostTheJobNothing) {

@@ -44,8 +44,10 @@ struct Setup {
   uint16_t peer_credits = 16;
   uint8_t peer_ctrl_credits = 4;
   uint32_t peer_eager_limit = 256;
-  uint8_t peer_flags = 1;  // protocol::kFlowControl
+  uint8_t peer_flags = 1;  // protocol::kFlowControl, and kUnsealed
 };
+// In peer_flags: rank 1's offer goes without its MAC, as an outsider's would.
+inline constexpr uint8_t kUnsealed = 0x80;
 
 inline constexpr int64_t kEagerLimits[4] = {0, 64, 256, 1024};
 

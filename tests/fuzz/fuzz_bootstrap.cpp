@@ -4,8 +4,9 @@
 // code under test reads them as it reads TCP.
 //
 // Input: one byte choosing the part, then
-//   0 (lobby): a byte for the job size (2 to 4), then what the stranger sends before
-//     it closes; the job's real ranks join after it, and rank 0 must admit them all;
+//   0 (lobby): a byte for the job size (2 to 4; with bit 7, the job has a secret), then
+//     what the stranger sends before it closes; the job's real ranks join after it, and
+//     rank 0 must admit them all;
 //   1 (frames): a byte for the table's rank count (1 to 8), then the byte stream rank 0
 //     would send, read frame by frame until it ends;
 //   2 (host:port): two bytes for RDMX_RANK and RDMX_SIZE, then the text.
@@ -16,9 +17,11 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/bootstrap_lobby.h"
+#include "bootstrap/bootstrap_proof.h"
 #include "bootstrap/bootstrap_socket.h"
 #include "fuzz/fuzz_input.h"
 #include "rdmx/rdmx.h"
@@ -53,26 +56,47 @@ void send_some(int fd, const std::vector<uint8_t>& b) {
   if (!b.empty()) (void)::send(fd, b.data(), b.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+// The job's real ranks, each as Bootstrap::exchange joins: with a secret, it reads rank
+// 0's challenge and answers with its proof.
+void join_all(const sockaddr_un& a, socklen_t len, int32_t size, const SipKey* key,
+              std::vector<Socket>& joiners) {
+  auto deadline = Clock::now() + kPatience;
+  std::string err;
+  for (int32_t r = 1; r < size; ++r) {
+    joiners.push_back(connect_here(a, len));
+    int fd = joiners.back().fd();
+    uint8_t proof[kProofBytes] = {};
+    if (key) {
+      Frame c;
+      FUZZ_CHECK(recv_frame(fd, c, deadline, err));
+      FUZZ_CHECK(c.type == FrameType::Challenge && c.payload.size() == kChallengeBytes);
+      prove_join(*key, c.payload.data(), r, size, proof);
+    }
+    FUZZ_CHECK(
+        send_frame(fd, FrameType::Join, r, size, proof, key ? kProofBytes : 0, deadline, err));
+  }
+}
+
 void lobby(fuzz::Input& in) {
-  int32_t size = 2 + in.u8() % 3;
+  uint8_t shape = in.u8();
+  int32_t size = 2 + shape % 3;
+  SipKey secret{0x0123456789abcdefull, 0xfedcba9876543210ull};
+  const SipKey* key = (shape & 0x80) ? &secret : nullptr;
   sockaddr_un a;
   socklen_t len;
   Socket listener = listen_here(a, len);
   Socket stranger = connect_here(a, len);
   send_some(stranger.fd(), in.rest());
   ::shutdown(stranger.fd(), SHUT_WR);
+  // Whatever the stranger said, the job's ranks get in, and at once. With a secret they
+  // wait for rank 0's challenge, so they join from a thread of their own.
   std::vector<Socket> joiners;
-  auto deadline = Clock::now() + kPatience;
-  std::string err;
-  for (int32_t r = 1; r < size; ++r) {
-    joiners.push_back(connect_here(a, len));
-    FUZZ_CHECK(
-        send_frame(joiners.back().fd(), FrameType::Join, r, size, nullptr, 0, deadline, err));
-  }
-  // Whatever the stranger said, the job's ranks get in, and at once.
+  std::thread ranks_join([&] { join_all(a, len, size, key, joiners); });
   std::vector<Socket> ranks(static_cast<size_t>(size));
-  Lobby l(size, listener);
-  FUZZ_CHECK(l.fill(ranks, deadline));
+  Lobby l(size, listener, key);
+  bool all_in = l.fill(ranks, Clock::now() + kPatience);
+  ranks_join.join();
+  FUZZ_CHECK(all_in);
   for (int32_t r = 1; r < size; ++r) FUZZ_CHECK(ranks[size_t(r)]);
 }
 
@@ -89,7 +113,9 @@ void frames(fuzz::Input& in) {
   if (!stream.empty()) std::memcpy(head, stream.data(), std::min(stream.size(), sizeof head));
   int32_t rank = 0, size = 0;
   std::string why;
-  if (decode_join(head, rank, size, why)) {
+  uint32_t payload_len = 0;
+  std::memcpy(&payload_len, head + 16, sizeof payload_len);
+  if (decode_join(head, payload_len, rank, size, why)) {
     FUZZ_CHECK(std::memcmp(&rank, head + 8, 4) == 0 && std::memcmp(&size, head + 12, 4) == 0);
   } else {
     FUZZ_CHECK(!why.empty());
@@ -98,7 +124,7 @@ void frames(fuzz::Input& in) {
   Frame f;
   std::string err;
   while (recv_frame(reader.fd(), f, Clock::now() + kPatience, err)) {
-    FUZZ_CHECK(uint16_t(f.type) >= 1 && uint16_t(f.type) <= 5);
+    FUZZ_CHECK(uint16_t(f.type) >= 1 && uint16_t(f.type) <= 6);
     if (f.type != FrameType::Table) continue;
     std::vector<std::vector<uint8_t>> all;
     if (!decode_table(f.payload, table_size, all)) continue;

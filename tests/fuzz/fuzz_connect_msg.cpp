@@ -10,6 +10,7 @@
 #include "protocol/connect_msg.h"
 
 using namespace rdmx::protocol;
+using rdmx::SipKey;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   rdmx::fuzz::Input in(data, size);
@@ -27,22 +28,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(pdata.size() >= sizeof m && std::memcmp(&m, pdata.data(), sizeof m) == 0);
   FUZZ_CHECK(m.magic == kCmMagic && m.version == kCmVersion && m.length == sizeof m);
   FUZZ_CHECK(m.kind == expect);
-  for (uint8_t b : m.reserved) FUZZ_CHECK(b == 0);
   if (expect != CmKind::Reject) FUZZ_CHECK(m.credits >= 2 && m.ctrl_credits >= 1);
   // The same fields written by make_cm, as a peer would send them, and zero-padded as
   // rdma_cm pads them, parse back the same.
-  CmMessage again = make_cm(m.kind, m.job_key, m.src_rank, m.dst_rank);
+  CmMessage again = make_cm(m.kind, m.src_rank, m.dst_rank);
+  std::memcpy(again.nonce, m.nonce, sizeof m.nonce);
   again.qp_num = m.qp_num;
   again.eager_limit = m.eager_limit;
   again.credits = m.credits;
   again.ctrl_credits = m.ctrl_credits;
   again.flags = m.flags;
   again.reason = m.reason;
+  std::memcpy(again.mac, m.mac, sizeof m.mac);
   FUZZ_CHECK(std::memcmp(&again, &m, sizeof m) == 0);
   uint8_t padded[kConnectDataLimit + 1] = {};
   std::memcpy(padded, &again, sizeof again);
   CmMessage out;
   FUZZ_CHECK(parse_cm(padded, sizeof padded, expect, out, why) == RejectReason::None);
   FUZZ_CHECK(std::memcmp(&out, &m, sizeof m) == 0);
+  // The MAC: what arrived proves nothing unless it was sealed with the key; sealed, it
+  // verifies, and with any one bit flipped (or another key, or another bound nonce) it
+  // does not. Which bit comes from the message itself.
+  const SipKey key = job_key_mac_key(0x5eed);
+  CmMessage sealed = m;
+  seal(sealed, key, m.nonce);
+  FUZZ_CHECK(verify(sealed, key, m.nonce));
+  FUZZ_CHECK(!verify(sealed, job_key_mac_key(0x5eee), m.nonce));
+  FUZZ_CHECK(!verify(sealed, key, nullptr));
+  size_t bit = (size_t(m.qp_num) ^ m.eager_limit) % (sizeof sealed * 8);
+  reinterpret_cast<uint8_t*>(&sealed)[bit / 8] ^= uint8_t(1u << (bit % 8));
+  FUZZ_CHECK(!verify(sealed, key, m.nonce));
   return 0;
 }

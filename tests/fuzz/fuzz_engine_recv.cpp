@@ -44,7 +44,7 @@ struct RawPeer {
 
   // The sink of the raw endpoint's progress.
   void on_connect_request(loopback::ConnRequest* req, const uint8_t*, size_t) {
-    auto m = protocol::make_cm(protocol::CmKind::Reject, 0, 1, 0);
+    auto m = protocol::make_cm(protocol::CmKind::Reject, 1, 0);
     m.reason = protocol::RejectReason::Duplicate;
     fab.reject(req, &m, sizeof m);
   }
@@ -149,11 +149,16 @@ bool Run::setup() {
   for (uint32_t i = 0; i < kPeerBufs; ++i)
     bufs.push_back({r.recv_mem.data() + size_t(i) * kPeerBufSize, kPeerBufSize, i});
   r.fab.post_recvs(r.conn, bufs.data(), int(bufs.size()), r.recv_region);
-  auto m = protocol::make_cm(protocol::CmKind::Connect, kJobKey, 1, 0);
+  auto m = protocol::make_cm(protocol::CmKind::Connect, 1, 0);
   m.eager_limit = s.peer_eager_limit;
   m.credits = s.peer_credits;
   m.ctrl_credits = s.peer_ctrl_credits;
-  m.flags = s.peer_flags;
+  m.flags = s.peer_flags & ~kUnsealed;
+  // A fixed nonce: every run has a context of its own, so nothing is a replay, and a run
+  // replays the same. The MAC is the one a job without a secret expects, unless the
+  // program asks for an offer the context must refuse.
+  std::memset(m.nonce, 0x5a, sizeof m.nonce);
+  if (!(s.peer_flags & kUnsealed)) protocol::seal(m, protocol::job_key_mac_key(kJobKey), nullptr);
   FUZZ_CHECK(r.fab.connect(r.conn, &m, sizeof m, err) == RDMX_OK);
   for (int i = 0; i < 64 && !r.established && !r.closed; ++i) progress(1);
   return r.established;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/bootstrap_proof.h"
 #include "bootstrap/bootstrap_socket.h"
 #include "config.h"
 #include "fuzz/engine_program.h"
@@ -63,7 +64,9 @@ Bytes text(const char* s) { return Bytes(s, s + std::strlen(s)); }
 void connect_msg() {
   using namespace protocol;
   auto offer = [](CmKind k) {
-    CmMessage m = make_cm(k, 0x1234, 1, 0);
+    CmMessage m = make_cm(k, 1, 0);
+    fresh_nonce(m);
+    seal(m, job_key_mac_key(0x1234), nullptr);
     m.credits = 64;
     m.ctrl_credits = 4;
     m.eager_limit = 8192;
@@ -73,7 +76,7 @@ void connect_msg() {
   const char* t = "connect_msg";
   write(t, "connect", cat({0}, bytes_of(offer(CmKind::Connect))));
   write(t, "accept", cat({1}, bytes_of(offer(CmKind::Accept))));
-  CmMessage r = make_cm(CmKind::Reject, 0, 0, 1);
+  CmMessage r = make_cm(CmKind::Reject, 0, 1);
   r.reason = RejectReason::Duplicate;
   write(t, "reject", cat({2}, bytes_of(r)));
   Bytes padded = bytes_of(offer(CmKind::Connect));
@@ -83,8 +86,11 @@ void connect_msg() {
   cut.resize(20);
   write(t, "connect-cut", cat({0}, cut));
   CmMessage m = offer(CmKind::Connect);
-  m.reserved[2] = 1;
-  write(t, "connect-reserved", cat({0}, bytes_of(m)));
+  m.length = 56;
+  write(t, "connect-long", cat({0}, bytes_of(m)));
+  m = offer(CmKind::Connect);
+  m.version = 1;
+  write(t, "connect-v1", cat({0}, bytes_of(m)));
   write(t, "foreign", cat({0}, text("GET / HTTP/1.1\r\n")));
 }
 
@@ -155,6 +161,13 @@ void bootstrap_seeds() {
   Bytes part = frame(FrameType::Join, 1, 2, {});
   part.resize(11);
   write(t, "lobby-partial", cat({0, 0}, part));
+  // With bit 7 of that byte the job has a secret: the stranger has no proof, or a wrong
+  // one, or the challenge's bytes back.
+  write(t, "lobby-secret-no-proof", cat({0, 0x80}, frame(FrameType::Join, 1, 2, {})));
+  write(t, "lobby-secret-wrong-proof",
+        cat({0, 0x81}, frame(FrameType::Join, 1, 3, Bytes(bootstrap::kProofBytes, 7))));
+  write(t, "lobby-secret-challenge-back",
+        cat({0, 0x80}, frame(FrameType::Challenge, 0, 2, Bytes(bootstrap::kChallengeBytes, 1))));
   // Frames: byte 1 is the table's rank count less 1.
   uint64_t key = 0x0123456789abcdef;
   Bytes table = bootstrap::encode_table({text("addr-0"), text("address-1"), {}});
@@ -328,6 +341,14 @@ void engine_recv() {
   Setup bad_offer = s;
   bad_offer.peer_credits = 1;
   write(t, "offer-rejected", ProgramWriter(bad_offer).recv(kAny, 0, kTag0, 8).bytes());
+  Setup outsider = s;
+  outsider.peer_flags |= kUnsealed;  // no proof of the job key: refused, then it sends anyway
+  write(t, "offer-unsealed",
+        ProgramWriter(outsider)
+            .recv(kAny, 0, kTag0, 64)
+            .raw_send(kFixAll | kFixLength, eager(0, 16))
+            .simple(Op::Test)
+            .bytes());
 }
 
 }  // namespace

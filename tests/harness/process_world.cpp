@@ -14,6 +14,8 @@
 
 #include "harness/process_world.h"
 
+#include "harness/leak_check.h"
+
 namespace rdmx::test {
 namespace {
 
@@ -83,6 +85,9 @@ bool wait_release(int fd, rdmx_context_t* ctx) {
   if (me.ctx) body(me);
   me.barrier_fn();  // nobody finalizes while another rank may still need it
   if (me.ctx) rdmx_finalize(me.ctx);
+  // The exit below skips LeakSanitizer's own check at exit: check here, once the
+  // context is gone.
+  if (leaks_found()) ADD_FAILURE() << "rank " << rank << " leaked memory (report above)";
   std::fflush(stdout);
   std::fflush(stderr);
   _exit(::testing::Test::HasFailure() ? 1 : 0);

@@ -1,5 +1,6 @@
 #include "harness/world.h"
 
+#include "harness/leak_check.h"
 #include "harness/process_world.h"
 
 #include <gtest/gtest.h>
@@ -102,6 +103,7 @@ void run_threads(int n, const std::function<void(Rank&)>& body, const SettingLis
     });
   }
   for (auto& t : threads) t.join();
+  if (leaks_found()) ADD_FAILURE() << "the ranks leaked memory (report above)";
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 #include "engine/engine_test.h"
 #include "fabric/loopback/loopback_fabric.h"
 #include "fabric/loopback/loopback_faults.h"
+#include "harness/child_rank.h"
+#include "loopback/raw_peer.h"
 #include "protocol/connect_msg.h"
 
 namespace rdmx::test {
@@ -109,6 +111,29 @@ TEST_F(LoopbackFaults, UnreachablePeerFailsTheSend) {
   rdmx_finalize(c);
 }
 
+// A loopback address carries the peer's read depth; with 0 every rendezvous read would
+// wait forever, so it is refused, as the verbs fabric refuses it.
+TEST_F(LoopbackFaults, AnAddressWithoutReadDepthIsRefused) {
+  rdmx_context_t* a = open_rank("loopback", 0, 2, 7);
+  rdmx_context_t* b = open_rank("loopback", 1, 2, 7);
+  ASSERT_TRUE(a && b);
+  auto addr = address_of(b);
+  ASSERT_EQ(addr.size(), 12u);
+  std::memset(addr.data() + 8, 0, 4);  // magic, endpoint id, then the read depth
+  ASSERT_EQ(rdmx_add_peer(a, 1, addr.data(), addr.size()), RDMX_OK);
+  uint64_t v = 1;
+  rdmx_request_t* req = nullptr;
+  ASSERT_EQ(rdmx_isend(a, 1, 0, 5, &v, sizeof v, 0, nullptr, nullptr, &req), RDMX_OK);
+  rdmx_status_info_t st{};
+  ASSERT_TRUE(drive({a, b}, req, &st, 5000));
+  EXPECT_NE(st.error, RDMX_OK);
+  std::string why = rdmx_last_error(a);
+  EXPECT_NE(why.find("read depth 0"), std::string::npos) << why;
+  rdmx_request_free(a, req);
+  rdmx_finalize(a);
+  rdmx_finalize(b);
+}
+
 TEST_F(LoopbackFaults, WrongJobIsRejectedWithAReasonInWords) {
   rdmx_context_t* c[2] = {};
   std::vector<uint8_t> addr[2];
@@ -130,49 +155,18 @@ TEST_F(LoopbackFaults, WrongJobIsRejectedWithAReasonInWords) {
   }
   ASSERT_TRUE(done);
   EXPECT_EQ(st.error, RDMX_ERR_REJECTED);
-  EXPECT_NE(std::string(rdmx_last_error(c[0])).find("job key"), std::string::npos)
+  EXPECT_NE(std::string(rdmx_last_error(c[0])).find("did not prove membership"), std::string::npos)
       << rdmx_last_error(c[0]);
   rdmx_request_free(c[0], q);
   for (auto* x : c) rdmx_finalize(x);
 }
 
-// A raw loopback endpoint that sends foreign or corrupt private data: the engine
-// rejects it with a reason and goes on serving proper peers.
-struct RawSink {
-  bool rejected = false, established = false;
-  protocol::CmMessage reply{};
-  void on_connect_request(loopback::ConnRequest*, const uint8_t*, size_t) {}
-  void on_established(void*, const fabric::ConnAttrs&, const uint8_t*, size_t) {
-    established = true;
-  }
-  void on_rejected(void*, const uint8_t* p, size_t len, const char*) {
-    rejected = true;
-    std::string why;
-    protocol::parse_cm(p, len, protocol::CmKind::Reject, reply, why);
-  }
-  void on_conn_error(void*, fabric::Failure, const char*) {}
-  void on_recv(void*, uint64_t, uint32_t) {}
-  void on_send_done(void*, uint64_t) {}
-  void on_read_done(void*, uint64_t) {}
-  void on_wr_error(void*, uint64_t, fabric::Failure, const char*) {}
-};
-
+// A raw loopback endpoint that sends foreign or corrupt private data (raw_peer.h): the
+// engine rejects it with a reason and goes on serving proper peers.
 protocol::CmMessage raw_connect_reply(rdmx_context_t* target, const void* pdata, size_t len) {
-  std::vector<uint8_t> addr = address_of(target);
-  loopback::Fabric raw;
-  std::string err;
-  Settings s;
-  EXPECT_EQ(raw.open(s, 9, err), RDMX_OK);
-  loopback::Conn* c = nullptr;
-  EXPECT_EQ(raw.create_conn(addr.data(), addr.size(), nullptr, nullptr, &c, err), RDMX_OK);
-  EXPECT_EQ(raw.connect(c, pdata, len, err), RDMX_OK);
-  RawSink sink;
-  for (int i = 0; i < 100000 && !sink.rejected && !sink.established; ++i) {
-    rdmx_progress(target);
-    raw.progress(sink);
-  }
-  EXPECT_TRUE(sink.rejected);
-  return sink.reply;
+  RawOutcome o = raw_connect_outcome(target, pdata, len);
+  EXPECT_TRUE(o.rejected);
+  return o.reply;
 }
 
 protocol::RejectReason raw_connect(rdmx_context_t* target, const void* pdata, size_t len) {
@@ -185,9 +179,15 @@ TEST_F(LoopbackFaults, ForeignAndCorruptPrivateDataAreRejected) {
   ASSERT_EQ(rdmx_init(&p, &c), RDMX_OK);
   const char foreign[] = "GET / HTTP/1.1";
   EXPECT_EQ(raw_connect(c, foreign, sizeof foreign), protocol::RejectReason::Foreign);
-  auto m = protocol::make_cm(protocol::CmKind::Connect, 5, 1, 0);
+  auto m = protocol::make_cm(protocol::CmKind::Connect, 1, 0);
   m.credits = 8;
   m.ctrl_credits = 1;
+  const SipKey key = protocol::job_key_mac_key(5);
+  auto resealed = [&](protocol::CmMessage x) {
+    protocol::fresh_nonce(x);
+    protocol::seal(x, key, nullptr);
+    return x;
+  };
   auto bad = m;
   bad.version = 9;
   EXPECT_EQ(raw_connect(c, &bad, sizeof bad), protocol::RejectReason::Version);
@@ -196,15 +196,21 @@ TEST_F(LoopbackFaults, ForeignAndCorruptPrivateDataAreRejected) {
   EXPECT_EQ(raw_connect(c, &bad, sizeof bad), protocol::RejectReason::Corrupt);
   bad = m;
   bad.dst_rank = 1;
+  bad = resealed(bad);
   EXPECT_EQ(raw_connect(c, &bad, sizeof bad), protocol::RejectReason::WrongRank);
   bad = m;
   bad.src_rank = 7;
+  bad = resealed(bad);
   EXPECT_EQ(raw_connect(c, &bad, sizeof bad), protocol::RejectReason::UnknownRank);
   bad = m;
-  bad.job_key = 6;
+  protocol::fresh_nonce(bad);
+  protocol::seal(bad, protocol::job_key_mac_key(6), nullptr);  // another job's key
   protocol::CmMessage reply = raw_connect_reply(c, &bad, sizeof bad);
   EXPECT_EQ(reply.reason, protocol::RejectReason::WrongJob);
-  EXPECT_EQ(reply.job_key, 0u) << "a reject told a stranger the job key";
+  const uint8_t zeros[protocol::kMacBytes] = {};
+  EXPECT_EQ(std::memcmp(reply.mac, zeros, sizeof zeros), 0) << "a reject carried a MAC";
+  bad = m;  // a member's request whose MAC is missing
+  EXPECT_EQ(raw_connect(c, &bad, sizeof bad), protocol::RejectReason::WrongJob);
   rdmx_finalize(c);
 }
 

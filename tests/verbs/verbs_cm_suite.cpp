@@ -34,7 +34,7 @@ void accept_all(RawEnd& e, int32_t me, std::vector<verbs::Conn*>& conns) {
     std::string err;
     ASSERT_EQ(e.fabric.create_conn(nullptr, 0, req, &e, &c, err), RDMX_OK) << err;
     e.post_recvs(c, RawEnd::kBufs);
-    CmMessage a = cm_message(CmKind::Accept, m.job_key, me, m.src_rank, e.fabric.qp_num(c));
+    CmMessage a = cm_message(CmKind::Accept, kJob, me, m.src_rank, e.fabric.qp_num(c), m.nonce);
     ASSERT_EQ(e.fabric.accept(c, req, &a, sizeof a, err), RDMX_OK) << err;
     conns.push_back(c);
   };
@@ -83,6 +83,7 @@ TEST_F(VerbsCm, ZeroPaddedPrivateDataIsAccepted) {
     std::vector<uint8_t> addr = b.address();
     ASSERT_EQ(a.fabric.create_conn(addr.data(), addr.size(), nullptr, &a, &ac, err), RDMX_OK);
     m.qp_num = a.fabric.qp_num(ac);
+    protocol::seal(m, protocol::job_key_mac_key(kJob), nullptr);
     ASSERT_EQ(a.fabric.connect(ac, &m, sizeof m, err), RDMX_OK);
     ASSERT_TRUE(drive([&] { return a.rec.count(Recorder::Established) > 0; }, {&a, &b}));
     ASSERT_EQ(b.rec.last_request.size(), 56u);
@@ -106,6 +107,8 @@ TEST_F(VerbsCm, ZeroPaddedPrivateDataIsAccepted) {
     ASSERT_EQ(d.fabric.create_conn(addr.data(), addr.size(), nullptr, &d, &dc, err), RDMX_OK);
     d.post_recvs(dc, RawEnd::kBufs);
     m.qp_num = d.fabric.qp_num(dc);
+    protocol::fresh_nonce(m);
+    protocol::seal(m, protocol::job_key_mac_key(kJob), nullptr);
     std::memcpy(padded, &m, sizeof m);
     ASSERT_EQ(d.fabric.connect(dc, padded, sizeof padded, err), RDMX_OK);
     ASSERT_TRUE(drive([&] { return !d.rec.events.empty(); }, {&d}, ctx));
@@ -174,12 +177,24 @@ TEST_F(VerbsCm, InvalidRequestsAreRejectedWithAReason) {
     };
     std::vector<Case> cases = {
         {"foreign", [](CmMessage& m) { std::memset(&m, 0xab, sizeof m); }, RejectReason::Foreign},
-        {"version", [](CmMessage& m) { m.version = 2; }, RejectReason::Version},
+        {"version", [](CmMessage& m) { m.version = 9; }, RejectReason::Version},
         {"length", [](CmMessage& m) { m.length = 39; }, RejectReason::Corrupt},
-        {"reserved", [](CmMessage& m) { m.reserved[1] = 1; }, RejectReason::Corrupt},
-        {"job", [](CmMessage& m) { m.job_key = kJob + 1; }, RejectReason::WrongJob},
-        {"destination", [](CmMessage& m) { m.dst_rank = 1; }, RejectReason::WrongRank},
-        {"source", [](CmMessage& m) { m.src_rank = 7; }, RejectReason::UnknownRank},
+        {"mac", [](CmMessage& m) { m.mac[0] ^= 1; }, RejectReason::WrongJob},
+        {"job",
+         [](CmMessage& m) { protocol::seal(m, protocol::job_key_mac_key(kJob + 1), nullptr); },
+         RejectReason::WrongJob},
+        {"destination",
+         [](CmMessage& m) {
+           m.dst_rank = 1;
+           protocol::seal(m, protocol::job_key_mac_key(kJob), nullptr);
+         },
+         RejectReason::WrongRank},
+        {"source",
+         [](CmMessage& m) {
+           m.src_rank = 7;
+           protocol::seal(m, protocol::job_key_mac_key(kJob), nullptr);
+         },
+         RejectReason::UnknownRank},
         {"qp number", [](CmMessage& m) { m.qp_num += 1; }, RejectReason::Corrupt},
     };
     for (const Case& k : cases) {

@@ -145,13 +145,17 @@ bool drive(const std::function<bool()>& done, const std::vector<RawEnd*>& ends, 
 }
 
 protocol::CmMessage cm_message(protocol::CmKind kind, uint64_t job, int32_t src, int32_t dst,
-                               uint32_t qp_num) {
-  protocol::CmMessage m = protocol::make_cm(kind, job, src, dst);
+                               uint32_t qp_num, const uint8_t* bound) {
+  protocol::CmMessage m = protocol::make_cm(kind, src, dst);
   m.qp_num = qp_num;
   m.eager_limit = 8192;
   m.credits = RawEnd::kBufs - 4;
   m.ctrl_credits = 4;
   m.flags = protocol::kFlowControl;
+  if (kind != protocol::CmKind::Reject) {
+    protocol::fresh_nonce(m);
+    protocol::seal(m, protocol::job_key_mac_key(job), bound);
+  }
   return m;
 }
 

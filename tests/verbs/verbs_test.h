@@ -92,9 +92,10 @@ struct RawEnd {
 bool drive(const std::function<bool()>& done, const std::vector<RawEnd*>& ends,
            rdmx_context_t* ctx = nullptr, int timeout_ms = 20000);
 
-// An rdmx connect or accept message as rdmx itself would send it.
+// An rdmx connect or accept message as rdmx itself would send it, sealed with the
+// job's key (an accept's MAC bound to the request's nonce).
 protocol::CmMessage cm_message(protocol::CmKind kind, uint64_t job, int32_t src, int32_t dst,
-                               uint32_t qp_num);
+                               uint32_t qp_num, const uint8_t* bound = nullptr);
 // A header-only wire message (Hello, Credit).
 wire::Header header(wire::Type t, int32_t source, uint32_t seq);
 

@@ -261,8 +261,10 @@ int Fabric<Net>::progress(Sink& sink) {
     n += shm_.progress(r);
   }
   // Without network connections the network fabric only has requests to notice: it is
-  // polled one call in 64, which keeps on-host messages off its path.
-  if (net_conns_ || !shm_on_ || (++calls_ & 63) == 0) {
+  // polled one call in 4096: libfabric tcp's progress polls its sockets, a system call
+  // that on-host messages should not pay for (a request from another host waits a few
+  // hundred microseconds more).
+  if (net_conns_ || !shm_on_ || (++calls_ & 4095) == 0) {
     Relay<Sink, Net> r{this, sink};
     n += net_.progress(r);
   }

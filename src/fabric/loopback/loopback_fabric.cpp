@@ -93,6 +93,10 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
       err = "not a loopback address (" + std::to_string(addr_len) + " bytes)";
       return RDMX_ERR_INVALID;
     }
+    if (a.rd_atom == 0) {  // no read could ever be in flight: rendezvous would hang
+      err = "a loopback address with read depth 0 (at least 1 accepted)";
+      return RDMX_ERR_INVALID;
+    }
     conn->target_id = a.id;
     conn->target_rd_atom = a.rd_atom;
   }

@@ -63,13 +63,8 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
   c->serial = next_serial_++;
   int rc;
   if (c->active) {
-    std::string prov;
-    if (!decode_address(addr, addr_len, prov, c->dest, err)) return RDMX_ERR_INVALID;
-    if (prov != provider_) {
-      err = "the peer's address is for libfabric provider '" + prov + "' but this side uses '" +
-            provider_ + "' (RDMX_OFI_PROVIDER must be the same on every rank)";
+    if (!decode_address(addr, addr_len, provider_, info_->addr_format, c->dest, err))
       return RDMX_ERR_INVALID;
-    }
     c->peer = describe_sockaddr(c->dest.data(), c->dest.size());
     Info ci(fi_dupinfo(info_.get()));
     if (!ci) {

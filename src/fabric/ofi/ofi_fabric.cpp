@@ -20,13 +20,28 @@ constexpr uint32_t kApiVersion = FI_VERSION(1, 17);
 constexpr size_t kCqSize = 16384;
 constexpr uint64_t kMaxQueue = 1024;
 
-// The providers libfabric offers for FI_EP_MSG here, for error messages.
-std::string msg_providers() {
+// What rdmx asks of a provider: connected endpoints with messages and RMA, memory
+// registration as rdmx can do it, rx_size receives per endpoint (0: any), and the
+// provider named prov (empty: any).
+Info hints_for(const std::string& prov, uint64_t rx_size) {
   Info hints(fi_allocinfo());
-  if (!hints) return "";
+  if (!hints) return hints;
   hints->ep_attr->type = FI_EP_MSG;
+  hints->caps = FI_MSG | FI_RMA;
+  hints->mode = FI_CONTEXT | FI_CONTEXT2 | FI_RX_CQ_DATA;
+  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  hints->domain_attr->threading = FI_THREAD_DOMAIN;
+  hints->rx_attr->size = rx_size;
+  if (!prov.empty()) hints->fabric_attr->prov_name = ::strdup(prov.c_str());
+  return hints;
+}
+
+// The providers here that offer what rdmx asks, for the error that names one that does not.
+std::string usable_providers() {
+  Info hints = hints_for("", 0);
   fi_info* list = nullptr;
-  if (fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &list) != 0) return "none";
+  if (!hints || fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &list) != 0)
+    return "none";
   Info owner(list);
   std::vector<std::string> names;
   for (fi_info* i = list; i; i = i->next)
@@ -35,6 +50,12 @@ std::string msg_providers() {
   std::string out;
   for (auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
+}
+
+// The setting that chose the provider, as the user wrote it, for error messages.
+std::string provider_setting(const Settings& s) {
+  return s.ofi_provider.empty() ? "RDMX_OFI_PROVIDER='' (tcp)"
+                                : "RDMX_OFI_PROVIDER='" + s.ofi_provider + "'";
 }
 
 bool rdma_device_present() {
@@ -91,18 +112,11 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   // Every connection posts RDMX_CREDITS regular and a few control receives.
   uint64_t want_rx = std::max<uint64_t>(256, s.credits + 16);
 
-  Info hints(fi_allocinfo());
-  if (!hints) {
+  Info hints = hints_for(provider_, want_rx);
+  if (!hints || !hints->fabric_attr->prov_name) {
     err = "out of memory for fi_allocinfo";
     return RDMX_ERR_NO_MEMORY;
   }
-  hints->ep_attr->type = FI_EP_MSG;
-  hints->caps = FI_MSG | FI_RMA;
-  hints->mode = FI_CONTEXT | FI_CONTEXT2 | FI_RX_CQ_DATA;
-  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-  hints->domain_attr->threading = FI_THREAD_DOMAIN;
-  hints->rx_attr->size = want_rx;
-  hints->fabric_attr->prov_name = ::strdup(provider_.c_str());
 
   fi_info* list = nullptr;
   int rc = fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &list);
@@ -113,16 +127,16 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
     fi_info* plain = nullptr;
     if (fi_getinfo(kApiVersion, nullptr, nullptr, 0, hints.get(), &plain) == 0) {
       Info p(plain);
-      err = "libfabric provider '" + provider_ + "' cannot post " + std::to_string(want_rx) +
-            " receives per connection (at most " + std::to_string(plain->rx_attr->size) +
-            "); lower RDMX_CREDITS";
+      err = provider_setting(s) + ": libfabric provider '" + provider_ + "' cannot post " +
+            std::to_string(want_rx) + " receives per connection (at most " +
+            std::to_string(plain->rx_attr->size) + "); lower RDMX_CREDITS";
       return RDMX_ERR_INVALID;
     }
     uint32_t v = fi_version();
-    err = "libfabric " + std::to_string(FI_MAJOR(v)) + "." + std::to_string(FI_MINOR(v)) +
-          " has no usable '" + provider_ +
+    err = provider_setting(s) + ": libfabric " + std::to_string(FI_MAJOR(v)) + "." +
+          std::to_string(FI_MINOR(v)) + " has no usable '" + provider_ +
           "' provider for FI_EP_MSG endpoints with FI_MSG and FI_RMA (fi_getinfo: " +
-          fi_strerror(-rc) + "); FI_EP_MSG providers here: " + msg_providers();
+          fi_strerror(-rc) + "); providers here that offer them: " + usable_providers();
     if (provider_ == "verbs" && !rdma_device_present())
       err +=
           "; the verbs provider needs an RDMA device and there is none "
@@ -130,7 +144,7 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
     return RDMX_ERR_NO_DEVICE;
   }
   if (rc) {
-    err = "fi_getinfo for provider '" + provider_ + "': " + fi_strerror(-rc);
+    err = provider_setting(s) + ": fi_getinfo: " + fi_strerror(-rc);
     return RDMX_ERR_FABRIC;
   }
   info_.reset(fi_dupinfo(choose(list)));
@@ -145,6 +159,7 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   mr_local_ = (mode & FI_MR_LOCAL) || (info->mode & FI_LOCAL_MR);
   mr_virt_addr_ = mode & FI_MR_VIRT_ADDR;
   mr_prov_key_ = mode & FI_MR_PROV_KEY;
+  keys_.set_key_size(info->domain_attr->mr_key_size);
   // Providers may offer the device maximum; every connection gets queues of this size,
   // so ask for what the engine uses (its credit window) and a moderate send queue.
   if (info->rx_attr->size > std::max<uint64_t>(want_rx, kMaxQueue))
@@ -260,9 +275,18 @@ size_t Fabric::address(uint8_t* buf, size_t cap) const {
 int Fabric::reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err) {
   uint64_t acc = FI_SEND | FI_RECV | FI_READ | FI_WRITE;
   if (access & fabric::kRemoteRead) acc |= FI_REMOTE_READ;
-  uint64_t key = mr_prov_key_ ? 0 : next_key_++;
   fid_mr* mr = nullptr;
-  int rc = fi_mr_reg(domain_.get(), addr, len == 0 ? 1 : len, acc, 0, key, 0, &mr, nullptr);
+  int rc;
+  // A random key may already be taken in the domain (-FI_ENOKEY): draw another. With 64
+  // random bits that is all but impossible, so a few draws are plenty; with a provider's
+  // shorter keys, or one that reuses keys, the bound stops a long search.
+  constexpr int kDraws = 8;
+  for (int draw = 1;; ++draw) {
+    uint64_t key = 0;
+    if (!mr_prov_key_ && !keys_.next(key, err)) return RDMX_ERR_FABRIC;
+    rc = fi_mr_reg(domain_.get(), addr, len == 0 ? 1 : len, acc, 0, key, 0, &mr, nullptr);
+    if (rc != -FI_ENOKEY || mr_prov_key_ || draw == kDraws) break;
+  }
   if (rc) {
     err = fi_error("fi_mr_reg", rc) + " (" + std::to_string(len) + " bytes)";
     return RDMX_ERR_NO_MEMORY;

@@ -10,8 +10,14 @@
 //
 // Memory registration follows the provider's mr_mode: descriptors are passed where
 // FI_MR_LOCAL asks for them, remote addresses are offsets from the region's base unless
-// FI_MR_VIRT_ADDR, keys are requested (unique per domain) unless FI_MR_PROV_KEY.
-// FI_MR_ENDPOINT is not offered: regions here are shared by all connections.
+// FI_MR_VIRT_ADDR, keys are requested unless FI_MR_PROV_KEY: random 64-bit keys
+// (ofi_keys.h), drawn again if one is already in use in the domain.
+// rdmx's hints leave out FI_MR_ENDPOINT, so no provider that binds regions to
+// endpoints is chosen: a region belongs to the domain, and every connection of this
+// context, that is any connected peer, can read it with its key. tcp has no endpoint
+// binding to offer: it clears FI_MR_ENDPOINT (and every other mr_mode bit, libfabric
+// 1.17) even when the hints offer it, and keeps its regions in the domain's key map,
+// which every remote read is checked against.
 //
 // Read depth: libfabric exposes no negotiated RDMA READ depth (the verbs provider asks
 // rdma_cm for the device maximum; tcp serves reads in software without a limit). Each
@@ -35,6 +41,7 @@
 
 #include "container/ring.h"
 #include "fabric/fabric.h"
+#include "fabric/ofi/ofi_keys.h"
 #include "fabric/ofi/ofi_resource.h"
 
 namespace rdmx::ofi {
@@ -224,7 +231,7 @@ class Fabric {
   bool mr_local_ = false;
   bool mr_virt_addr_ = false;
   bool mr_prov_key_ = false;
-  uint64_t next_key_ = 1;
+  RandomKeys keys_;  // where the provider takes requested keys
   uint32_t next_serial_ = 1;
   uint32_t rx_depth_ = 0;
   uint32_t tx_depth_ = 0;

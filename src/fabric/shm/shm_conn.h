@@ -85,13 +85,13 @@ struct Conn : Watch {
   // The peer's layout, copied once it is checked (the peer could change its header).
   SegmentHeader out_layout{};
 
-  Producer<PostedRecv> posted;       // into in: buffers for the peer to fill
-  ArrivalConsumer arrivals;          // from in
-  Consumer<ReadRequest> read_reqs;   // from in: the peer reads this side's memory
-  Consumer<PostedRecv> peer_posted;  // from out
-  ArrivalProducer peer_arrivals;     // into out
-  Producer<ReadRequest> peer_reads;  // into out
-  std::vector<PostedBuf> tokens;     // posted buffers by the token the peer echoes
+  SeqProducer<PostedRecv> posted;       // into in: buffers for the peer to fill
+  SeqConsumer<Arrival> arrivals;        // from in
+  Consumer<ReadRequest> read_reqs;      // from in: the peer reads this side's memory
+  SeqConsumer<PostedRecv> peer_posted;  // from out
+  SeqProducer<Arrival> peer_arrivals;   // into out
+  Producer<ReadRequest> peer_reads;     // into out
+  std::vector<PostedBuf> tokens;        // posted buffers by the token the peer echoes
   std::vector<uint32_t> free_tokens;
 
   // Copy reads: slots of this side's staging area, and the reads using them.

@@ -109,8 +109,18 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
           "namespace or RDMX_SHM_DOMAIN): shared memory cannot reach it";
       return RDMX_ERR_UNREACHABLE;
     }
-    a.name[sizeof a.name - 1] = 0;
-    c->peer_name = a.name;
+    // The socket name is the peer's to give: it must end within its field (else it would
+    // be cut short into another name) and not be empty (the abstract name "").
+    size_t name_len = strnlen(a.name, sizeof a.name);
+    if (name_len == 0 || name_len == sizeof a.name) {
+      err = std::string("a shm address with ") +
+            (name_len ? "a socket name not terminated within its " + std::to_string(sizeof a.name) +
+                            " bytes"
+                      : std::string("an empty socket name")) +
+            " (1 to " + std::to_string(sizeof a.name - 1) + " characters accepted)";
+      return RDMX_ERR_INVALID;
+    }
+    c->peer_name.assign(a.name, name_len);
   } else {
     // The request's socket and segment become the connection's.
     c->sock = std::exchange(req->sock, -1);
@@ -223,7 +233,11 @@ int Fabric::post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region
     uint32_t t = c->free_tokens.back();
     c->free_tokens.pop_back();
     c->tokens[t] = {b.wr, static_cast<uint8_t*>(b.addr), b.len, true};
-    c->posted.push({uint32_t(static_cast<uint8_t*>(b.addr) - base), b.len, t});
+    PostedRecv& e = c->posted.next();
+    e.offset = uint32_t(static_cast<uint8_t*>(b.addr) - base);
+    e.len = b.len;
+    e.token = t;
+    c->posted.commit_relaxed(e);  // the peer polls for these only when it sends
   }
   return RDMX_OK;
 }

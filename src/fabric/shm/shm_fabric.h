@@ -174,12 +174,14 @@ class Fabric {
 inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr) {
   if (!c->established() || c->peer_posted.empty() || c->peer_arrivals.full()) [[unlikely]]
     return send_error(c, fabric::Failure::RnrRetryExceeded, wr, "the peer has no receive posted");
-  PostedRecv p = c->peer_posted.pop();
+  PostedRecv* p = c->peer_posted.peek();
+  uint32_t offset = p->offset, plen = p->len;
   uint64_t total = 0;
   for (int i = 0; i < n; ++i) total += sge[i].len;
   Arrival& a = c->peer_arrivals.next();
   a.len = uint32_t(total);
-  a.token = uint32_t(p.wr);
+  a.token = p->token;
+  c->peer_posted.pop();
   uint8_t* dst;
   if (total <= Arrival::kInlineMax) {
     // Small: the message rides in the entry; the peer copies it into the buffer.
@@ -187,12 +189,12 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
     dst = a.data;
   } else {
     const SegmentHeader& o = c->out_layout;
-    if (p.offset < o.buffers_off || p.len > o.buffers_len ||
-        p.offset - o.buffers_off > o.buffers_len - p.len || total > p.len) [[unlikely]]
+    if (offset < o.buffers_off || plen > o.buffers_len ||
+        offset - o.buffers_off > o.buffers_len - plen || total > plen) [[unlikely]]
       return send_error(c, fabric::Failure::RemoteAccess, wr,
                         "the peer's receive buffer is outside its segment or too small");
     a.kind = Arrival::Recv;
-    dst = c->out.base() + p.offset;
+    dst = c->out.base() + offset;
   }
   for (int i = 0; i < n; ++i) {
     __builtin_memcpy(dst, sge[i].addr, sge[i].len);
@@ -215,7 +217,7 @@ inline void Fabric::wake_peer(Conn* c) {
 template <class Sink>
 int Fabric::progress(Sink& sink) {
   int handled = 0;
-  if (((++calls_ & 1023) == 0 || busy_ || sockets_due_)) [[unlikely]]
+  if (((++calls_ & 4095) == 0 || busy_ || sockets_due_)) [[unlikely]]
     handled += poll_sockets();
   while (!events_.empty()) [[unlikely]] {
       CmEvent ev = events_.pop();

@@ -32,11 +32,15 @@ struct alignas(kCacheLine) QueueIndices {
   char pad1[kCacheLine - sizeof(std::atomic<uint32_t>)];
 };
 
+// A receive buffer the owner posted. Like an arrival it carries its own sequence, so
+// the peer polls the entry, not a shared index.
 struct PostedRecv {
-  uint32_t offset;  // of the buffer in the segment
+  std::atomic<uint32_t> seq;  // the producer's index + 1 once the entry is written
+  uint32_t offset;            // of the buffer in the segment
   uint32_t len;
-  uint64_t wr;
+  uint32_t token;  // echoed in the arrival, checked against the owner's own table
 };
+static_assert(sizeof(PostedRecv) == 16);
 
 // One cache line: the consumer polls the entry itself (seq says it is written), so a
 // small message costs the one line that carries it (the payload rides inline).
@@ -69,8 +73,9 @@ struct alignas(kCacheLine) SegmentHeader {
   uint32_t buffers_off, buffers_len;  // the owner's receive buffers
   uint32_t staging_off, staging_slots, staging_slot_len;
   alignas(kCacheLine) std::atomic<uint32_t> sleeping;  // the owner waits: wake it by socket
+  // Of these two only head is used: the entries carry their own sequence.
   alignas(kCacheLine) QueueIndices posted;
-  QueueIndices arrivals;  // only head is used: the entries carry their own sequence
+  QueueIndices arrivals;
   QueueIndices read_reqs;
 };
 

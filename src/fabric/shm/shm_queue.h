@@ -76,11 +76,14 @@ class Consumer {
   uint32_t tail_ = 0;
 };
 
-// The arrivals queue's ends: entries carry their sequence (Arrival::seq), so the
-// consumer polls the next entry and the producer's index is never shared.
-class ArrivalProducer {
+// The ends of a queue whose entries carry their sequence (T::seq: the producer's index
+// + 1 once written): the consumer polls the next entry itself and the producer's index
+// is never shared, so an entry costs the cache line it is in and nothing more. The
+// arrivals and posted-buffer queues are of this kind.
+template <class T>
+class SeqProducer {
  public:
-  void bind(QueueIndices* q, Arrival* entries, uint32_t cap) {
+  void bind(QueueIndices* q, T* entries, uint32_t cap) {
     q_ = q;
     entries_ = entries;
     mask_ = cap - 1;
@@ -93,30 +96,33 @@ class ArrivalProducer {
     return tail_ - head_ > mask_;
   }
   // The caller has checked !full(): fill the entry, then commit() it.
-  Arrival& next() { return entries_[tail_ & mask_]; }
+  T& next() { return entries_[tail_ & mask_]; }
   // Publishes the entry: a full barrier too, so that a following look at whether the
   // consumer sleeps cannot pass it (see Fabric::wake_peer).
-  void commit(Arrival& e) { e.seq.store(++tail_, std::memory_order_seq_cst); }
+  void commit(T& e) { e.seq.store(++tail_, std::memory_order_seq_cst); }
+  // Publishes without the barrier, for a consumer that never sleeps on this queue.
+  void commit_relaxed(T& e) { e.seq.store(++tail_, std::memory_order_release); }
 
  private:
   QueueIndices* q_ = nullptr;
-  Arrival* entries_ = nullptr;
+  T* entries_ = nullptr;
   uint32_t mask_ = 0;
   uint32_t tail_ = 0;
   uint32_t head_ = 0;
 };
 
-class ArrivalConsumer {
+template <class T>
+class SeqConsumer {
  public:
-  void bind(QueueIndices* q, Arrival* entries, uint32_t cap) {
+  void bind(QueueIndices* q, T* entries, uint32_t cap) {
     q_ = q;
     entries_ = entries;
     mask_ = cap - 1;
     head_ = q->head.load(std::memory_order_relaxed);
   }
   // The next entry if it is written, else null.
-  Arrival* peek() {
-    Arrival* e = &entries_[head_ & mask_];
+  T* peek() {
+    T* e = &entries_[head_ & mask_];
     return e->seq.load(std::memory_order_acquire) == head_ + 1 ? e : nullptr;
   }
   bool empty() { return peek() == nullptr; }
@@ -125,7 +131,7 @@ class ArrivalConsumer {
 
  private:
   QueueIndices* q_ = nullptr;
-  Arrival* entries_ = nullptr;
+  T* entries_ = nullptr;
   uint32_t mask_ = 0;
   uint32_t head_ = 0;
 };

@@ -99,7 +99,7 @@ void Fabric::on_connect_request(rdma_cm_id* raw, const uint8_t* pdata, uint32_t 
              "verbs: rejecting a request from %s: its private data names QP %u, the "
              "connection manager QP %u",
              peer.c_str(), m.qp_num, param.qp_num);
-    CmMessage r = protocol::make_cm(CmKind::Reject, m.job_key, rank_, m.src_rank);
+    CmMessage r = protocol::make_cm(CmKind::Reject, rank_, m.src_rank);
     r.reason = protocol::RejectReason::Corrupt;
     rdma_reject(raw, &r, sizeof r);
     return;
@@ -128,7 +128,7 @@ void Fabric::on_connect_response(Conn* c, const uint8_t* pdata, uint32_t plen,
   }
   CmMessage m;
   if (rdmx_message(pdata, plen, m) && m.qp_num != param.qp_num) {
-    CmMessage r = protocol::make_cm(CmKind::Reject, m.job_key, rank_, m.src_rank);
+    CmMessage r = protocol::make_cm(CmKind::Reject, rank_, m.src_rank);
     r.reason = protocol::RejectReason::Corrupt;
     rdma_reject(c->id.get(), &r, sizeof r);
     fail(c, CmOutcome::ConnError, fabric::Failure::Other,
