@@ -205,6 +205,14 @@ int start_context(Session& pmix, const Settings& s, rdmx_context_t** ctx, std::s
 }  // namespace
 
 int pmix_init(const Settings& s, rdmx_context_t** out, std::string& err) {
+  // Without a launcher's variables PMIx_Init has no server to talk to (and libpmix 4.2
+  // leaks what it parsed when it fails): say so without trying.
+  if (!pmix_launched()) {
+    err =
+        "no PMIx launcher started this process (PMIX_NAMESPACE and PMIX_RANK are not set): "
+        "start it with mpirun, prterun or srun --mpi=pmix, or use RDMX_BOOTSTRAP_METHOD=socket";
+    return RDMX_ERR_UNREACHABLE;
+  }
   auto pmix = std::make_shared<Session>();
   if (int rc = pmix->start(err)) return rc;
   rdmx_context_t* ctx = nullptr;
