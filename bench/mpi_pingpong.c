@@ -3,15 +3,21 @@
  *
  *   latency:   half the round trip of a blocking ping-pong
  *   bandwidth: a window of non-blocking sends, acknowledged by a zero-byte reply
+ *   msg rate:  the same windows counted in messages (osu_mbw_mr with one pair)
  *
- * usage: mpi_pingpong [--max-size BYTES] [--iters N] [--window N] */
+ * Sizes go up by --factor (4; 2 for the points of a plot) from --min-size (1).
+ *
+ * usage: mpi_pingpong [--min-size BYTES] [--max-size BYTES] [--factor F] [--iters N]
+ *                     [--window N] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct {
+  size_t min_size;
   size_t max_size;
+  int factor;
   int iters;
   int window;
 } options_t;
@@ -20,6 +26,10 @@ static int parse(int argc, char** argv, options_t* o) {
   for (int i = 1; i < argc; ++i) {
     if (i + 1 < argc && 0 == strcmp(argv[i], "--max-size")) {
       o->max_size = strtoull(argv[++i], NULL, 0);
+    } else if (i + 1 < argc && 0 == strcmp(argv[i], "--min-size")) {
+      o->min_size = strtoull(argv[++i], NULL, 0);
+    } else if (i + 1 < argc && 0 == strcmp(argv[i], "--factor")) {
+      o->factor = atoi(argv[++i]);
     } else if (i + 1 < argc && 0 == strcmp(argv[i], "--iters")) {
       o->iters = atoi(argv[++i]);
     } else if (i + 1 < argc && 0 == strcmp(argv[i], "--window")) {
@@ -28,8 +38,8 @@ static int parse(int argc, char** argv, options_t* o) {
       return 0;
     }
   }
-  return o->max_size >= 1 && o->max_size <= ((size_t)1 << 30) && o->iters >= 1 && o->window >= 1 &&
-         o->window <= 1024;
+  return o->min_size >= 1 && o->min_size <= o->max_size && o->max_size <= ((size_t)1 << 30) &&
+         o->factor >= 2 && o->factor <= 16 && o->iters >= 1 && o->window >= 1 && o->window <= 1024;
 }
 
 /* Fewer repetitions for large messages, so the table takes seconds, not minutes. */
@@ -82,11 +92,12 @@ int main(int argc, char** argv) {
   int rank = 0, nprocs = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-  options_t o = {(size_t)4 << 20, 1000, 16};
+  options_t o = {1, (size_t)4 << 20, 4, 1000, 16};
   if (!parse(argc, argv, &o) || nprocs < 2) {
     if (rank == 0)
       fprintf(stderr,
-              "usage: mpirun -np 2 mpi_pingpong [--max-size BYTES] [--iters N] [--window N]\n");
+              "usage: mpirun -np 2 mpi_pingpong [--min-size BYTES] [--max-size BYTES] "
+              "[--factor F] [--iters N] [--window N]\n");
     MPI_Finalize();
     return 2;
   }
@@ -94,8 +105,9 @@ int main(int argc, char** argv) {
   MPI_Request* reqs = malloc((size_t)o.window * sizeof *reqs);
   if (!buf || !reqs) MPI_Abort(MPI_COMM_WORLD, 1);
   memset(buf, 1, o.max_size);
-  if (rank == 0) printf("%12s %14s %16s\n", "bytes", "latency (us)", "bandwidth (MB/s)");
-  for (size_t size = 1; size <= o.max_size; size *= 4) {
+  if (rank == 0)
+    printf("%12s %14s %16s %16s\n", "bytes", "latency (us)", "bandwidth (MB/s)", "msg rate (M/s)");
+  for (size_t size = o.min_size; size <= o.max_size; size *= (size_t)o.factor) {
     if (rank > 1) {
       MPI_Barrier(MPI_COMM_WORLD);
       continue;
@@ -104,7 +116,7 @@ int main(int argc, char** argv) {
     double lat = latency_us(buf, size, reps, rank);
     double bw = bandwidth_mbs(buf, size, reps, o.window, rank, reqs);
     if (rank == 0) {
-      printf("%12zu %14.2f %16.2f\n", size, lat, bw);
+      printf("%12zu %14.2f %16.2f %16.4f\n", size, lat, bw, bw / (double)size);
       fflush(stdout);
     }
     MPI_Barrier(MPI_COMM_WORLD);
