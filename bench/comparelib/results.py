@@ -1,0 +1,69 @@
+"""What bench/compare measured: one record per transport, size and repetition (or one per
+failed run), the CSV they are written to, and their medians and spreads."""
+import csv
+import statistics
+
+METRICS = [  # key, CSV column, label, unit, higher is better
+    ("lat", "latency_us", "latency", "µs", False),
+    ("bw", "bandwidth_MBs", "bandwidth", "MB/s", True),
+    ("mr", "msg_rate_Mps", "message rate", "M msg/s", True),
+]
+
+
+class Results:
+    def __init__(self, transports):
+        self.order = [t.name for t in transports]
+        self.data = {t: {} for t in self.order}  # transport -> size -> metric -> [values]
+        self.failures = {t: [] for t in self.order}  # transport -> [(rep, error)]
+        self.runs = {t: 0 for t in self.order}
+        self.limits = {"lat": {}, "bw": {}, "errors": []}  # perftest, where it ran
+        self.records = []
+
+    def add(self, transport, rep, run):
+        self.runs[transport] += 1
+        if run.error:
+            self.failures[transport].append((rep, run.error))
+            self.records.append([transport, "", rep, "", "", "", run.error])
+            return
+        for size, lat, bw, mr in run.rows:
+            per = self.data[transport].setdefault(size, {"lat": [], "bw": [], "mr": []})
+            per["lat"].append(lat)
+            per["bw"].append(bw)
+            per["mr"].append(mr)
+            self.records.append([transport, size, rep, lat, bw, mr, ""])
+
+    def write_csv(self, path):
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["transport", "size", "rep"] + [m[1] for m in METRICS] + ["error"])
+            w.writerows(self.records)
+            for size in sorted(self.limits["lat"]):
+                w.writerow(["perftest ib_send_lat", size, 1, self.limits["lat"][size], "", "", ""])
+            for size in sorted(self.limits["bw"]):
+                w.writerow(["perftest ib_read_bw", size, 1, "", self.limits["bw"][size], "", ""])
+
+    def measured(self):
+        """Transports with at least one table, in run order."""
+        return [t for t in self.order if self.data[t]]
+
+    def failed(self):
+        """Transports with a failed run: name -> (failed runs, runs, first error)."""
+        return {t: (len(f), self.runs[t], f[0][1]) for t, f in self.failures.items() if f}
+
+    def sizes(self):
+        return sorted({s for t in self.order for s in self.data[t]})
+
+    def series(self, transport, key):
+        """(sizes, medians, minima, maxima) of one metric."""
+        sizes = sorted(self.data[transport])
+        vals = [self.data[transport][s][key] for s in sizes]
+        return (sizes, [statistics.median(v) for v in vals], [min(v) for v in vals],
+                [max(v) for v in vals])
+
+    def median(self, transport, size, key):
+        v = self.data[transport].get(size, {}).get(key)
+        return statistics.median(v) if v else None
+
+    def spread(self, transport, size, key):
+        v = self.data[transport].get(size, {}).get(key)
+        return (min(v), max(v)) if v else None

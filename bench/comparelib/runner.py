@@ -1,0 +1,63 @@
+"""One run of bench/mpi_pingpong through one transport: mpirun with a time limit (the
+whole process group is killed when it is over), its table parsed, or the reason it
+failed in a line."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+ROW = re.compile(r"^\s*(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", re.M)
+TELLING = re.compile(r"error|fail|unable|unreachable|abort|cannot|could not|timeout|no component"
+                     r"|not available|killed|signal", re.I)
+
+
+class Run:
+    def __init__(self, rows=None, error=None, seconds=0.0, command=""):
+        self.rows = rows or []  # [(size, latency_us, bandwidth_MBs, msg_rate_Mps)]
+        self.error = error  # None, or why the run gave no table
+        self.seconds = seconds
+        self.command = command
+
+
+def mpi_env():
+    env = dict(os.environ)
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return env
+
+
+def why(output, status):
+    """The lines of a failed run's output that say what went wrong, in one line."""
+    lines = [l.strip(" *|-\t") for l in output.splitlines()]
+    lines = [l for l in lines if l and not ROW.match(l)]
+    picked = [l for l in lines if TELLING.search(l)] or lines[-3:]
+    seen, out = set(), []
+    for l in picked:
+        if l not in seen:
+            seen.add(l)
+            out.append(l)
+    text = " | ".join(out[:4]) or "no output"
+    return f"exit status {status}: {text}"[:400]
+
+
+def run(transport, program, args, timeout_s, bind=True):
+    cmd = ["mpirun", "-np", "2", "--mca", "oob_tcp_if_include", "lo"]
+    if bind:
+        cmd += ["--bind-to", "core"]
+    cmd += transport.mpirun_args() + [program] + args
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, env=mpi_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        return Run(error=f"no result within {timeout_s} s (killed): " + why(out, "none"),
+                   seconds=time.monotonic() - t0, command=" ".join(cmd))
+    secs = time.monotonic() - t0
+    rows = [(int(s), float(l), float(b), float(m)) for s, l, b, m in ROW.findall(out)]
+    if p.returncode != 0 or not rows:
+        return Run(error=why(out, p.returncode), seconds=secs, command=" ".join(cmd))
+    return Run(rows=rows, seconds=secs, command=" ".join(cmd))
