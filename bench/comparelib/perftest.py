@@ -24,11 +24,11 @@ def _pair(tool, device, addr, port, iters, timeout_s):
         server.wait()
 
 
-def limits(device, addr, timeout_s=600):
+def limits(device, addr, max_size, timeout_s=600):
     """{'lat': {size: us}, 'bw': {size: MB/s}, 'errors': [...]}: device's limits, the
     server listening on addr (an address of that device)."""
     out = {"lat": {}, "bw": {}, "errors": []}
-    rc, text = _pair("ib_send_lat", device, addr, 18525, 200, timeout_s)
+    rc, text = _pair("ib_send_lat", device, addr, 18525, 50, timeout_s)
     # #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
     for m in re.finditer(r"^\s*(\d+)\s+\d+\s+[\d.]+\s+[\d.]+\s+([\d.]+)\s", text, re.M):
         out["lat"][int(m.group(1))] = float(m.group(2))
@@ -40,4 +40,6 @@ def limits(device, addr, timeout_s=600):
         out["bw"][int(m.group(1))] = float(m.group(2)) * MIB
     if not out["bw"]:
         out["errors"].append(f"ib_read_bw (status {rc}): {text.strip()[-300:]}")
+    for key in ("lat", "bw"):
+        out[key] = {s: v for s, v in out[key].items() if s <= max_size}
     return out

@@ -12,6 +12,9 @@ TELLING = re.compile(r"error|fail|unable|unreachable|abort|cannot|could not|time
                      r"|not available|killed|signal", re.I)
 
 
+NOISE = re.compile(r"^\d+\s+(/|0x)|show_help\.c|^=+$")
+
+
 class Run:
     def __init__(self, rows=None, error=None, seconds=0.0, command=""):
         self.rows = rows or []  # [(size, latency_us, bandwidth_MBs, msg_rate_Mps)]
@@ -30,7 +33,8 @@ def mpi_env():
 def why(output, status):
     """The lines of a failed run's output that say what went wrong, in one line."""
     lines = [l.strip(" *|-\t") for l in output.splitlines()]
-    lines = [l for l in lines if l and not ROW.match(l)]
+    # Not the table's rows, a backtrace's frames or Open MPI's note about its own help.
+    lines = [l for l in lines if l and not ROW.match(l) and not NOISE.search(l)]
     picked = [l for l in lines if TELLING.search(l)] or lines[-3:]
     seen, out = set(), []
     for l in picked:
