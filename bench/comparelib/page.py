@@ -13,7 +13,7 @@ def fmt(v):
         return f"{v:.1f}"
     if v >= 1:
         return f"{v:.2f}"
-    return f"{v:.3f}"
+    return f"{v:.3g}"
 
 
 def cell(results, t, size, key):
@@ -75,5 +75,7 @@ def write(path, results, context, figures, transports, ratios):
             "| --- | --- | --- |"]
     for t in transports:
         out.append(f"| {t.name} | {t.what} | `{' '.join(t.mpirun_args())}` |")
+    if context.get("replotted"):
+        out += ["", f"Plots and page drawn again from results.csv: `{context['replotted']}`."]
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")

@@ -10,6 +10,12 @@ METRICS = [  # key, CSV column, label, unit, higher is better
 ]
 
 
+class _Failed:
+    def __init__(self, error):
+        self.error = error
+        self.rows = []
+
+
 class Results:
     def __init__(self, transports):
         self.order = [t.name for t in transports]
@@ -31,6 +37,31 @@ class Results:
             per["bw"].append(bw)
             per["mr"].append(mr)
             self.records.append([transport, size, rep, lat, bw, mr, ""])
+
+    @classmethod
+    def from_csv(cls, path, transports):
+        """The results a run wrote, read back (bench/compare --replot)."""
+        r = cls(transports)
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                t = row["transport"]
+                if t.startswith("perftest"):
+                    key, col = ("lat", "latency_us") if "lat" in t else ("bw", "bandwidth_MBs")
+                    r.limits[key][int(row["size"])] = float(row[col])
+                    continue
+                if t not in r.data:
+                    continue
+                if row["error"]:
+                    r.add(t, int(row["rep"]), _Failed(row["error"]))
+                    continue
+                per = r.data[t].setdefault(int(row["size"]), {"lat": [], "bw": [], "mr": []})
+                for key, col, *_ in METRICS:
+                    per[key].append(float(row[col]))
+                r.records.append([row[k] for k in row])
+        for t in r.order:  # runs that gave a table: one per repetition seen
+            reps = {int(x[2]) for x in r.records if x[0] == t and not x[6]}
+            r.runs[t] += len(reps)
+        return r
 
     def write_csv(self, path):
         with open(path, "w", newline="") as f:
