@@ -5,6 +5,10 @@
  *   bandwidth: a window of non-blocking sends, acknowledged by a zero-byte reply
  *   msg rate:  the same windows counted in messages (osu_mbw_mr with one pair)
  *
+ * Each is the mean over the timed iterations (as OSU's benchmarks report), followed by
+ * the median iteration or window (p50): on a shared machine the median of one run
+ * moves far less than its mean.
+ *
  * Sizes go up by --factor (4; 2 for the points of a plot) from --min-size (1).
  *
  * usage: mpi_pingpong [--min-size BYTES] [--max-size BYTES] [--factor F] [--iters N]
@@ -49,11 +53,23 @@ static int reps_for(size_t size, int iters) {
   return reps;
 }
 
-static double latency_us(char* buf, size_t size, int reps, int rank) {
+static int by_value(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+/* The median of n samples (reordered). */
+static double median(double* t, int n) {
+  qsort(t, (size_t)n, sizeof *t, by_value);
+  return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+/* Mean and median (*p50) of half the round trip, in microseconds; t holds reps samples. */
+static double latency_us(char* buf, size_t size, int reps, int rank, double* t, double* p50) {
   const int warmup = 10;
-  double start = 0;
+  double start = 0, last = 0;
   for (int i = 0; i < warmup + reps; ++i) {
-    if (i == warmup) start = MPI_Wtime();
+    if (i == warmup) start = last = MPI_Wtime();
     if (rank == 0) {
       MPI_Send(buf, (int)size, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
       MPI_Recv(buf, (int)size, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -61,16 +77,24 @@ static double latency_us(char* buf, size_t size, int reps, int rank) {
       MPI_Recv(buf, (int)size, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       MPI_Send(buf, (int)size, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
     }
+    if (i >= warmup) {
+      double now = MPI_Wtime();
+      t[i - warmup] = now - last;
+      last = now;
+    }
   }
-  return (MPI_Wtime() - start) * 1e6 / (2.0 * reps);
+  *p50 = median(t, reps) * 1e6 / 2.0;
+  return (last - start) * 1e6 / (2.0 * reps);
 }
 
+/* Bandwidth over the whole run and at the median window (*p50), in MB/s; t holds at
+ * least max(reps / window, 2) samples. */
 static double bandwidth_mbs(char* buf, size_t size, int reps, int window, int rank,
-                            MPI_Request* reqs) {
+                            MPI_Request* reqs, double* t, double* p50) {
   int rounds = reps / window > 2 ? reps / window : 2;
-  double start = 0;
+  double start = 0, last = 0;
   for (int r = 0; r < rounds + 1; ++r) {
-    if (r == 1) start = MPI_Wtime(); /* round 0 warms up */
+    if (r == 1) start = last = MPI_Wtime(); /* round 0 warms up */
     for (int w = 0; w < window; ++w) {
       if (rank == 0)
         MPI_Isend(buf, (int)size, MPI_CHAR, 1, 2, MPI_COMM_WORLD, &reqs[w]);
@@ -82,9 +106,14 @@ static double bandwidth_mbs(char* buf, size_t size, int reps, int window, int ra
       MPI_Recv(NULL, 0, MPI_CHAR, 1, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     else
       MPI_Send(NULL, 0, MPI_CHAR, 0, 3, MPI_COMM_WORLD);
+    if (r >= 1) {
+      double now = MPI_Wtime();
+      t[r - 1] = now - last;
+      last = now;
+    }
   }
-  double secs = MPI_Wtime() - start;
-  return (double)size * window * rounds / secs / 1e6;
+  *p50 = (double)size * window / median(t, rounds) / 1e6;
+  return (double)size * window * rounds / (last - start) / 1e6;
 }
 
 int main(int argc, char** argv) {
@@ -103,7 +132,8 @@ int main(int argc, char** argv) {
   }
   char* buf = malloc(o.max_size);
   MPI_Request* reqs = malloc((size_t)o.window * sizeof *reqs);
-  if (!buf || !reqs) MPI_Abort(MPI_COMM_WORLD, 1);
+  double* samples = malloc((size_t)(o.iters + 2) * sizeof *samples);
+  if (!buf || !reqs || !samples) MPI_Abort(MPI_COMM_WORLD, 1);
   memset(buf, 1, o.max_size);
   if (rank == 0)
     printf("%12s %14s %16s %16s\n", "bytes", "latency (us)", "bandwidth (MB/s)", "msg rate (M/s)");
@@ -113,16 +143,19 @@ int main(int argc, char** argv) {
       continue;
     }
     int reps = reps_for(size, o.iters);
-    double lat = latency_us(buf, size, reps, rank);
-    double bw = bandwidth_mbs(buf, size, reps, o.window, rank, reqs);
+    double lat_p50 = 0, bw_p50 = 0;
+    double lat = latency_us(buf, size, reps, rank, samples, &lat_p50);
+    double bw = bandwidth_mbs(buf, size, reps, o.window, rank, reqs, samples, &bw_p50);
     if (rank == 0) {
-      printf("%12zu %14.2f %16.2f %16.4f\n", size, lat, bw, bw / (double)size);
+      printf("%12zu %14.2f %16.2f %16.4f %14.2f %16.2f\n", size, lat, bw, bw / (double)size,
+             lat_p50, bw_p50);
       fflush(stdout);
     }
     MPI_Barrier(MPI_COMM_WORLD);
   }
   free(buf);
   free(reqs);
+  free(samples);
   MPI_Finalize();
   return 0;
 }

@@ -3,6 +3,11 @@ load), the figures, the transports that failed with their errors, and per size t
 median and spread of every transport and the ratios asked for."""
 from .results import METRICS
 
+STAT_WORDS = {
+    "p50": "each run's median iteration (latency) or window (bandwidth, message rate)",
+    "mean": "each run's mean over its iterations or windows (as OSU's benchmarks report)",
+}
+
 
 def fmt(v):
     if v is None:
@@ -21,7 +26,7 @@ def cell(results, t, size, key):
     if m is None:
         return "-"
     lo, hi = results.spread(t, size, key)
-    return f"{fmt(m)} ({fmt(lo)}–{fmt(hi)})" if len(results.data[t][size][key]) > 1 else fmt(m)
+    return f"{fmt(m)} ({fmt(lo)}–{fmt(hi)})" if len(results.data[t][size][key + results.suffix]) > 1 else fmt(m)
 
 
 def ratio(results, a, b, size, key):
@@ -54,7 +59,7 @@ def write(path, results, context, figures, transports, ratios):
         + (" (not a quiet machine: compare ratios within this run only)"
            if context["busy"] else ""),
         f"- {context['reps']} repetition(s), interleaved ({' '.join(results.order)}, then again); "
-        f"each cell: median (min–max) over the repetitions",
+        f"each cell: median (min–max) over the repetitions of {STAT_WORDS[context['stat']]}",
         f"- benchmark: `{context['program']}`",
         "",
     ]

@@ -7,7 +7,8 @@ import signal
 import subprocess
 import time
 
-ROW = re.compile(r"^\s*(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", re.M)
+# bytes, latency, bandwidth, msg rate (means), latency and bandwidth p50
+ROW = re.compile(r"^\s*(\d+)" + r"\s+([\d.]+)" * 5 + r"\s*$", re.M)
 TELLING = re.compile(r"error|fail|unable|unreachable|abort|cannot|could not|timeout|no component"
                      r"|not available|killed|signal", re.I)
 
@@ -17,7 +18,8 @@ NOISE = re.compile(r"^\d+\s+(/|0x)|show_help\.c|^=+$")
 
 class Run:
     def __init__(self, rows=None, error=None, seconds=0.0, command=""):
-        self.rows = rows or []  # [(size, latency_us, bandwidth_MBs, msg_rate_Mps)]
+        # [(size, latency_us, bandwidth_MBs, msg_rate_Mps, latency_p50_us, bandwidth_p50_MBs)]
+        self.rows = rows or []
         self.error = error  # None, or why the run gave no table
         self.seconds = seconds
         self.command = command
@@ -61,7 +63,7 @@ def run(transport, program, args, timeout_s, bind=True):
         return Run(error=f"no result within {timeout_s} s (killed): " + why(out, "none"),
                    seconds=time.monotonic() - t0, command=" ".join(cmd))
     secs = time.monotonic() - t0
-    rows = [(int(s), float(l), float(b), float(m)) for s, l, b, m in ROW.findall(out)]
+    rows = [(int(r[0]),) + tuple(float(x) for x in r[1:]) for r in ROW.findall(out)]
     if p.returncode != 0 or not rows:
         return Run(error=why(out, p.returncode), seconds=secs, command=" ".join(cmd))
     return Run(rows=rows, seconds=secs, command=" ".join(cmd))
