@@ -217,6 +217,10 @@ static void mtl_rdmx_show_param_help(const mtl_rdmx_param_t* p, const char* why)
   snprintf(mca_name, sizeof mca_name, "mtl_rdmx_%s", p->desc.key);
   opal_show_help(MTL_RDMX_HELP_FILE, "bad parameter", true, mca_name, mtl_rdmx_param_text(p), why,
                  ompi_process_info.nodename);
+  /* Open MPI 4.1's mpirun loses a help message now and then when the rank exits right
+   * after sending it (ORTE_ERROR_LOG: "Data unpack would read past end of buffer"); the
+   * rank's own stderr is not lost, so the reason is also said there, in one line. */
+  opal_output(0, "mtl rdmx: %s=\"%s\" is not accepted: %s", mca_name, mtl_rdmx_param_text(p), why);
 }
 
 /* rdmx_init failed: name the MCA parameter if one of ours caused it. */

@@ -150,13 +150,19 @@ typedef struct rdmx_stats {
 } rdmx_stats_t;
 
 RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);
-/* Starts a rank without MPI: reads RDMX_RANK, RDMX_SIZE and RDMX_BOOTSTRAP=host:port
- * (rank 0 listens there, the others connect), agrees on a job key, initialises the
- * context over RDMX_FABRIC and adds every peer. Waits at most RDMX_BOOTSTRAP_TIMEOUT_MS
- * for the other ranks; rdmx_last_error(NULL) says which ranks never came. rdmx_launch
- * starts local ranks with these variables set. */
+/* Starts a rank without MPI, initialises the context over RDMX_FABRIC and adds every
+ * peer. Under a PMIx launcher (mpirun, prterun, srun --mpi=pmix) the rank, the size and
+ * a job secret come from PMIx and addresses are exchanged through it; otherwise it
+ * reads RDMX_RANK, RDMX_SIZE and RDMX_BOOTSTRAP=host:port (rank 0 listens there, the
+ * others connect; rdmx_launch starts local ranks with these set).
+ * RDMX_BOOTSTRAP_METHOD=auto|pmix|socket chooses. Waits at most
+ * RDMX_BOOTSTRAP_TIMEOUT_MS for the other ranks; rdmx_last_error(NULL) says why it
+ * failed (over sockets, which ranks never came). */
 RDMX_API int rdmx_init_bootstrap(rdmx_context_t** ctx);
 RDMX_API int rdmx_finalize(rdmx_context_t* ctx);
+/* This context's rank and the job's size (-1 and 0 for NULL). */
+RDMX_API int32_t rdmx_context_rank(rdmx_context_t* ctx);
+RDMX_API int32_t rdmx_context_size(rdmx_context_t* ctx);
 
 /* This context's address, to be given to every peer's rdmx_add_peer. */
 RDMX_API int rdmx_address(rdmx_context_t* ctx, void* buf, size_t* len);

@@ -2,6 +2,7 @@
 // choice is made once; every call on the context then goes straight to that engine.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -38,6 +39,8 @@ class Context {
   virtual const char* fabric_name() const = 0;
   virtual const char* peer_fabric(int32_t rank) const = 0;
   virtual int set_job_secret(const uint8_t* secret, size_t len) = 0;
+  virtual int32_t rank() const = 0;
+  virtual int32_t size() const = 0;
 };
 
 // One factory per backend built into this library (null where not built). with_shm: the
@@ -53,6 +56,9 @@ std::string resolve_auto_fabric(std::string& why);
 // Records why an initialisation failed (for rdmx_last_error(NULL)), logs it, and
 // returns code.
 int report_init_failure(int code, const std::string& why);
+// Runs fn when ctx is finalized, after its context (a launcher's session to end).
+void at_finalize(rdmx_context_t* ctx, std::function<void()> fn);
+
 // Records why a call failed, for rdmx_last_error(NULL), without logging it.
 void remember_init_error(const std::string& why);
 

@@ -65,6 +65,8 @@ class EngineContext final : public Context {
   int set_job_secret(const uint8_t* secret, size_t len) override {
     return e_.set_job_secret(secret, len);
   }
+  int32_t rank() const override { return e_.rank(); }
+  int32_t size() const override { return e_.size(); }
   const char* peer_fabric(int32_t rank) const override {
     const std::vector<uint8_t>* a = e_.peer_address(rank);
     if (!a) return "";

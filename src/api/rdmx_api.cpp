@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <new>
 #include <string>
@@ -16,6 +17,7 @@
 
 struct rdmx_context {
   std::unique_ptr<rdmx::Context> impl;
+  std::function<void()> at_finalize;  // after impl's finalize: a launcher's session
 };
 
 namespace {
@@ -59,6 +61,10 @@ int guarded(Fn&& fn) {
 
 }  // namespace
 
+void rdmx::at_finalize(rdmx_context_t* ctx, std::function<void()> fn) {
+  ctx->at_finalize = std::move(fn);
+}
+
 int rdmx::report_init_failure(int code, const std::string& why) { return init_failed(code, why); }
 
 void rdmx::remember_init_error(const std::string& why) { t_init_error = why; }
@@ -92,7 +98,9 @@ int rdmx_finalize(rdmx_context_t* ctx) {
     ctx->impl->finalize();
     return RDMX_OK;
   });
+  auto then = std::move(ctx->at_finalize);
   delete ctx;
+  if (then) then();
   return rc;
 }
 
@@ -214,6 +222,10 @@ int rdmx_get_stats(rdmx_context_t* ctx, rdmx_stats_t* stats) {
   *stats = ctx->impl->stats();
   return RDMX_OK;
 }
+
+int32_t rdmx_context_rank(rdmx_context_t* ctx) { return ctx ? ctx->impl->rank() : -1; }
+
+int32_t rdmx_context_size(rdmx_context_t* ctx) { return ctx ? ctx->impl->size() : 0; }
 
 const char* rdmx_fabric_name(rdmx_context_t* ctx) { return ctx ? ctx->impl->fabric_name() : ""; }
 

@@ -1,11 +1,13 @@
-// rdmx_init_bootstrap: a rank of a job started without MPI (rdmx_launch, or by hand
-// with RDMX_RANK, RDMX_SIZE and RDMX_BOOTSTRAP set).
+// rdmx_init_bootstrap: a rank of a job started without MPI: by a PMIx launcher
+// (pmix_bootstrap.h), or by rdmx_launch or by hand with RDMX_RANK, RDMX_SIZE and
+// RDMX_BOOTSTRAP set (the socket bootstrap, bootstrap.h).
 #include <new>
 #include <string>
 #include <vector>
 
 #include "api/context.h"
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/pmix_bootstrap.h"
 #include "core/settings.h"
 #include "rdmx/rdmx.h"
 
@@ -18,6 +20,11 @@ int init_bootstrap(rdmx_context_t** out) {
   Settings s;
   std::string err;
   if (!s.load_from_env(err)) return report_init_failure(RDMX_ERR_INVALID, err);
+  if (s.bootstrap_method == "pmix" ||
+      (s.bootstrap_method == "auto" && pmix_built() && pmix_launched())) {
+    if (int rc = pmix_init(s, out, err)) return report_init_failure(rc, err);
+    return RDMX_OK;
+  }
   Config cfg;
   if (!config_from(s, cfg, err))
     return report_init_failure(RDMX_ERR_INVALID, "rdmx_init_bootstrap: " + err);

@@ -14,6 +14,8 @@ bool is_host_port(const std::string& v) {
   return bootstrap::parse_host_port(v, host, port, why);
 }
 
+constexpr const char* kMethods[] = {"auto", "pmix", "socket", nullptr};
+
 constexpr uint32_t kUnset = RDMX_SETTING_STANDALONE | RDMX_SETTING_NO_DEFAULT;
 
 constexpr SettingDecl kDecls[] = {
@@ -49,6 +51,15 @@ constexpr SettingDecl kDecls[] = {
      .help = "standalone bootstrap: how long any rank waits for the others before giving up",
      .flags = RDMX_SETTING_STANDALONE,
      .store_int = store_int<&Settings::bootstrap_wait_ms>},
+    {.name = "RDMX_BOOTSTRAP_METHOD",
+     .type = RDMX_SETTING_CHOICE,
+     .def_text = "auto",
+     .choices = kMethods,
+     .help = "how rdmx_init_bootstrap finds the job: pmix (rank, size and addresses from a "
+             "PMIx launcher: mpirun, prterun, srun --mpi=pmix), socket (RDMX_RANK, RDMX_SIZE, "
+             "RDMX_BOOTSTRAP), or auto: pmix when a PMIx launcher started the process",
+     .flags = RDMX_SETTING_STANDALONE,
+     .store_text = store_text<&Settings::bootstrap_method>},
 };
 
 }  // namespace

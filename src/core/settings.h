@@ -35,6 +35,7 @@ struct Settings {
   int64_t size;                  // RDMX_SIZE (-1: unset)
   std::string bootstrap;         // RDMX_BOOTSTRAP, host:port where rank 0 listens
   uint64_t bootstrap_wait_ms;    // RDMX_BOOTSTRAP_TIMEOUT_MS
+  std::string bootstrap_method;  // RDMX_BOOTSTRAP_METHOD: auto|pmix|socket
 
   // Every setting at its declared default.
   Settings();

@@ -68,6 +68,7 @@ class Engine {
   const std::string& last_error() const { return last_error_; }
   const Settings& settings() const { return settings_; }
   int32_t rank() const { return rank_; }
+  int32_t size() const { return size_; }
   F& fabric() { return fabric_; }
   const F& fabric() const { return fabric_; }
   // What rdmx_add_peer gave for rank (empty if nothing), or null if rank is out of range.

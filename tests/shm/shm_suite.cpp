@@ -3,10 +3,12 @@
 // bytes through the launcher, and is read as such.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "core/settings.h"
 #include "fabric/shm/shm_fabric.h"
 #include "harness/child_rank.h"
 #include "harness/world.h"
@@ -65,6 +67,34 @@ TEST_F(Shm, AnAddressWithAnEmptyOrUnterminatedSocketNameIsRefusedClearly) {
   why = send_fails_with(with_socket_name(std::string(shm::kMaxSocketName, 'x')));
   EXPECT_NE(why.find("not terminated"), std::string::npos) << why;
   EXPECT_NE(why.find(std::to_string(shm::kMaxSocketName - 1)), std::string::npos) << why;
+}
+
+// An address of another layout version is refused as such, not as a peer elsewhere.
+TEST_F(Shm, AnAddressOfAnotherLayoutVersionIsRefusedClearly) {
+  std::vector<uint8_t> blob = with_socket_name("rdmx-peer");
+  ASSERT_EQ(blob.size(), sizeof(shm::Address));
+  uint32_t v = shm::kLayoutVersion + 1;
+  std::memcpy(blob.data() + offsetof(shm::Address, version), &v, sizeof v);
+  std::string why = send_fails_with(blob);
+  EXPECT_NE(why.find("layout version " + std::to_string(v)), std::string::npos) << why;
+}
+
+// Whether a peer is reached through shared memory (the composite fabric's choice, and
+// rdmx_info's) agrees with whether a connection to it can be made: an address of this
+// host that cannot be connected to is not "reachable". (Found by fuzz_address.)
+TEST_F(Shm, OnlyAValidAddressOfThisHostIsReachable) {
+  Settings s;
+  std::string err;
+  shm::Fabric f;
+  ASSERT_EQ(f.open(s, 0, err), RDMX_OK) << err;
+  std::vector<uint8_t> good = with_socket_name("rdmx-peer");
+  EXPECT_TRUE(f.reachable(good.data(), good.size()));
+  for (const std::string& name : {std::string(), std::string(shm::kMaxSocketName, 'x')}) {
+    std::vector<uint8_t> bad = with_socket_name(name);
+    EXPECT_FALSE(f.reachable(bad.data(), bad.size())) << "socket name of " << name.size();
+    shm::Conn* c = nullptr;
+    EXPECT_EQ(f.create_conn(bad.data(), bad.size(), nullptr, nullptr, &c, err), RDMX_ERR_INVALID);
+  }
 }
 
 }  // namespace

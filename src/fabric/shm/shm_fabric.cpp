@@ -82,12 +82,34 @@ size_t Fabric::address(uint8_t* buf, size_t cap) const {
   return sizeof a;
 }
 
+bool decode_address(const uint8_t* addr, size_t len, Address& a, std::string& err) {
+  if (!addr || len != sizeof a || (std::memcpy(&a, addr, sizeof a), a.magic != Address::kMagic)) {
+    err = "not a shm address (" + std::to_string(len) + " bytes)";
+    return false;
+  }
+  if (a.version != kLayoutVersion) {
+    err = "a shm address of layout version " + std::to_string(a.version) + " (this side speaks " +
+          std::to_string(kLayoutVersion) + ")";
+    return false;
+  }
+  // The socket name is the peer's to give: it must end within its field (else it would
+  // be cut short into another name) and not be empty (the abstract name "").
+  size_t name_len = strnlen(a.name, sizeof a.name);
+  if (name_len == 0 || name_len == sizeof a.name) {
+    err = std::string("a shm address with ") +
+          (name_len ? "a socket name not terminated within its " + std::to_string(sizeof a.name) +
+                          " bytes"
+                    : std::string("an empty socket name")) +
+          " (1 to " + std::to_string(sizeof a.name - 1) + " characters accepted)";
+    return false;
+  }
+  return true;
+}
+
 bool Fabric::reachable(const uint8_t* addr, size_t len) const {
   Address a;
-  if (len != sizeof a) return false;
-  std::memcpy(&a, addr, sizeof a);
-  return a.magic == Address::kMagic && a.version == kLayoutVersion && a.host == host_identity() &&
-         a.domain == domain_;
+  std::string ignored;
+  return decode_address(addr, len, a, ignored) && a.host == host_identity() && a.domain == domain_;
 }
 
 int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, void* user,
@@ -99,27 +121,14 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
   c->active = req == nullptr;
   if (c->active) {
     Address a;
-    if (addr_len != sizeof a || (std::memcpy(&a, addr, sizeof a), a.magic != Address::kMagic)) {
-      err = "not a shm address (" + std::to_string(addr_len) + " bytes)";
-      return RDMX_ERR_INVALID;
-    }
+    if (!decode_address(addr, addr_len, a, err)) return RDMX_ERR_INVALID;
     if (!reachable(addr, addr_len)) {
       err =
           "the peer is not on this host (or is another user's, in another network "
           "namespace or RDMX_SHM_DOMAIN): shared memory cannot reach it";
       return RDMX_ERR_UNREACHABLE;
     }
-    // The socket name is the peer's to give: it must end within its field (else it would
-    // be cut short into another name) and not be empty (the abstract name "").
     size_t name_len = strnlen(a.name, sizeof a.name);
-    if (name_len == 0 || name_len == sizeof a.name) {
-      err = std::string("a shm address with ") +
-            (name_len ? "a socket name not terminated within its " + std::to_string(sizeof a.name) +
-                            " bytes"
-                      : std::string("an empty socket name")) +
-            " (1 to " + std::to_string(sizeof a.name - 1) + " characters accepted)";
-      return RDMX_ERR_INVALID;
-    }
     c->peer_name.assign(a.name, name_len);
   } else {
     // The request's socket and segment become the connection's.

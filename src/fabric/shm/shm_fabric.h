@@ -34,6 +34,10 @@ struct Address {
   char name[kMaxSocketName];
 };
 
+// Reads and checks a peer's address (magic, layout version, socket name); false with
+// err naming what was wrong.
+bool decode_address(const uint8_t* addr, size_t len, Address& a, std::string& err);
+
 struct Completion {
   enum Kind : uint8_t { SendDone, ReadDone, WrError };
   Kind kind;
@@ -80,7 +84,8 @@ class Fabric {
   int open(const Settings& s, int32_t rank, std::string& err);
   size_t address(uint8_t* buf, size_t cap) const;
   size_t max_connect_data() const { return kConnectDataMax; }
-  // Whether addr is a shm address of a process this one can reach through shared memory.
+  // Whether addr is a valid shm address of a process this one can reach through shared
+  // memory.
   bool reachable(const uint8_t* addr, size_t len) const;
 
   int create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, void* user, Conn** out,
