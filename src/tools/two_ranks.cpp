@@ -64,21 +64,21 @@ bool in_process(const char* tool, const std::string& fabric,
 }
 
 // This process's rank of a job started by rdmx_launch (or anything that sets
-// RDMX_RANK, RDMX_SIZE and RDMX_BOOTSTRAP).
+// RDMX_RANK, RDMX_SIZE and RDMX_BOOTSTRAP) or by a PMIx launcher (mpirun, srun).
 bool bootstrapped(const char* tool, const std::string& fabric,
                   const std::function<bool(const RankEnv&)>& body) {
-  const char* size = std::getenv("RDMX_SIZE");
-  if (!size || std::string(size) != "2") {
-    std::fprintf(stderr, "%s: needs exactly 2 ranks, RDMX_SIZE=%s\n", tool, size ? size : "");
-    return false;
-  }
   if (!fabric.empty()) ::setenv("RDMX_FABRIC", fabric.c_str(), 1);
   rdmx_context_t* c = nullptr;
   if (int rc = rdmx_init_bootstrap(&c)) {
     std::fprintf(stderr, "%s: %s: %s\n", tool, rdmx_strerror(rc), rdmx_last_error(nullptr));
     return false;
   }
-  int rank = std::atoi(std::getenv("RDMX_RANK"));
+  int rank = rdmx_context_rank(c), size = rdmx_context_size(c);
+  if (size != 2) {
+    if (rank == 0) std::fprintf(stderr, "%s: needs exactly 2 ranks, the job has %d\n", tool, size);
+    rdmx_finalize(c);
+    return false;
+  }
   std::atomic<bool> failed{false};
   bool ok = body(RankEnv{c, rank, 1 - rank, &failed, false}) && !failed;
   rdmx_finalize(c);
@@ -89,7 +89,9 @@ bool bootstrapped(const char* tool, const std::string& fabric,
 
 bool run_two_ranks(const char* tool, const std::string& fabric,
                    const std::function<bool(const RankEnv&)>& body) {
-  if (std::getenv("RDMX_RANK")) return bootstrapped(tool, fabric, body);
+  bool launched =
+      std::getenv("RDMX_RANK") || (std::getenv("PMIX_NAMESPACE") && std::getenv("PMIX_RANK"));
+  if (launched) return bootstrapped(tool, fabric, body);
   return in_process(tool, fabric, body);
 }
 

@@ -1,8 +1,9 @@
 // The two ranks of a measuring tool (rdmx_pingpong, rdmx_perf). Without RDMX_RANK both
 // run in this process, a thread each with its own context and endpoint, so any fabric
 // works (loopback included) and no launcher is needed; with RDMX_RANK set (rdmx_launch
-// -n 2 -- TOOL) this process is one rank of a two-process job started by the standalone
-// bootstrap. Either way the data really crosses the fabric.
+// -n 2 -- TOOL) or under a PMIx launcher (mpirun -np 2 TOOL, srun --mpi=pmix) this
+// process is one rank of a two-process job started by rdmx_init_bootstrap. Either way
+// the data really crosses the fabric.
 #pragma once
 
 #include <atomic>
