@@ -47,6 +47,44 @@ def why(output, status):
     return f"exit status {status}: {text}"[:400]
 
 
+def session_members(sid):
+    """The processes of session sid: mpirun and whatever it started, even the ranks it
+    moved into process groups of their own."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[3]) == sid:  # after the name: state, ppid, pgrp, session
+                pids.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            pass
+    return pids
+
+
+def stop(p):
+    """Ends a run that is over its time: SIGTERM to mpirun (it stops its ranks), then
+    SIGKILL to every process left in its session. Returns what it had printed."""
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+        out, _ = p.communicate(timeout=5)
+    except (subprocess.TimeoutExpired, ProcessLookupError):
+        out = ""
+    for _ in range(2):
+        for pid in session_members(p.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+    if p.poll() is None:
+        p.kill()
+    rest, _ = p.communicate()
+    return (out or "") + (rest or "")
+
+
 def run(transport, program, args, timeout_s, bind=True):
     cmd = ["mpirun", "-np", "2", "--mca", "oob_tcp_if_include", "lo"]
     if bind:
@@ -58,9 +96,10 @@ def run(transport, program, args, timeout_s, bind=True):
     try:
         out, _ = p.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, _ = p.communicate()
-        return Run(error=f"no result within {timeout_s} s (killed): " + why(out, "none"),
+        out = stop(p)
+        telling = [l.strip() for l in out.splitlines() if TELLING.search(l)]
+        return Run(error=f"no result within {timeout_s} s (killed)" +
+                   (": " + " | ".join(telling[:3]) if telling else ""),
                    seconds=time.monotonic() - t0, command=" ".join(cmd))
     secs = time.monotonic() - t0
     rows = [(int(r[0]),) + tuple(float(x) for x in r[1:]) for r in ROW.findall(out)]
