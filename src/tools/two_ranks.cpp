@@ -1,0 +1,109 @@
+#include "tools/two_ranks.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rdmx::tools {
+namespace {
+
+// Both ranks in this process: each initialises, publishes its address, adds the
+// other's, runs body, and waits for the other to finish before it finalizes (its
+// context must keep progressing while the other still expects completions).
+struct InProcess {
+  std::vector<uint8_t> addr[2];
+  std::atomic<int> ready{0};
+  std::atomic<bool> failed{false};
+
+  void spin_until(int target, rdmx_context_t* c) {
+    while (ready.load() < target && !failed) rdmx_progress(c);
+  }
+
+  void rank_main(const char* tool, int rank, const std::string& fab,
+                 const std::function<bool(const RankEnv&)>& body) {
+    rdmx_init_params_t p{rank, 2, fab.empty() ? nullptr : fab.c_str(), 7, nullptr};
+    rdmx_context_t* c = nullptr;
+    if (int rc = rdmx_init(&p, &c)) {
+      std::fprintf(stderr, "%s: rank %d: rdmx_init: %s: %s\n", tool, rank, rdmx_strerror(rc),
+                   rdmx_last_error(nullptr));
+      failed = true;
+      ready.fetch_add(2);  // the other rank must not wait for this one
+      return;
+    }
+    size_t len = 0;
+    rdmx_address(c, nullptr, &len);
+    addr[rank].resize(len);
+    rdmx_address(c, addr[rank].data(), &len);
+    ready.fetch_add(1);
+    spin_until(2, c);
+    if (!failed) {
+      const auto& a = addr[1 - rank];
+      if (int rc = rdmx_add_peer(c, 1 - rank, a.data(), a.size())) {
+        std::fprintf(stderr, "%s: rank %d: rdmx_add_peer: %s: %s\n", tool, rank, rdmx_strerror(rc),
+                     rdmx_last_error(c));
+        failed = true;
+      } else {
+        if (!body(RankEnv{c, rank, 1 - rank, &failed, true})) failed = true;
+      }
+    }
+    ready.fetch_add(1);
+    spin_until(4, c);
+    rdmx_finalize(c);
+  }
+};
+
+bool in_process(const char* tool, const std::string& fabric,
+                const std::function<bool(const RankEnv&)>& body) {
+  InProcess s;
+  std::thread t1([&] { s.rank_main(tool, 1, fabric, body); });
+  s.rank_main(tool, 0, fabric, body);
+  t1.join();
+  return !s.failed;
+}
+
+// This process's rank of a job started by rdmx_launch (or anything that sets
+// RDMX_RANK, RDMX_SIZE and RDMX_BOOTSTRAP) or by a PMIx launcher (mpirun, srun).
+bool bootstrapped(const char* tool, const std::string& fabric,
+                  const std::function<bool(const RankEnv&)>& body) {
+  if (!fabric.empty()) ::setenv("RDMX_FABRIC", fabric.c_str(), 1);
+  rdmx_context_t* c = nullptr;
+  if (int rc = rdmx_init_bootstrap(&c)) {
+    std::fprintf(stderr, "%s: %s: %s\n", tool, rdmx_strerror(rc), rdmx_last_error(nullptr));
+    return false;
+  }
+  int rank = rdmx_context_rank(c), size = rdmx_context_size(c);
+  if (size != 2) {
+    if (rank == 0) std::fprintf(stderr, "%s: needs exactly 2 ranks, the job has %d\n", tool, size);
+    rdmx_finalize(c);
+    return false;
+  }
+  std::atomic<bool> failed{false};
+  bool ok = body(RankEnv{c, rank, 1 - rank, &failed, false}) && !failed;
+  rdmx_finalize(c);
+  return ok;
+}
+
+}  // namespace
+
+bool run_two_ranks(const char* tool, const std::string& fabric,
+                   const std::function<bool(const RankEnv&)>& body) {
+  bool launched =
+      std::getenv("RDMX_RANK") || (std::getenv("PMIX_NAMESPACE") && std::getenv("PMIX_RANK"));
+  if (launched) return bootstrapped(tool, fabric, body);
+  return in_process(tool, fabric, body);
+}
+
+std::string fabric_path(const RankEnv& env) {
+  std::string name = rdmx_fabric_name(env.ctx);
+  std::string peer = rdmx_peer_fabric(env.ctx, env.peer);
+  return peer.empty() || peer == name ? name : name + ", peer through " + peer;
+}
+
+std::string describe(const RankEnv& env) {
+  return fabric_path(env) + (env.threads ? " (both ranks in one process, a thread each)"
+                                         : " (one rank per process, standalone bootstrap)");
+}
+
+}  // namespace rdmx::tools
