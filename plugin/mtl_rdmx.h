@@ -10,11 +10,7 @@
 #ifndef MTL_RDMX_H
 #define MTL_RDMX_H
 
-#include "ompi_config.h"
-
-#include "ompi/communicator/communicator.h"
-#include "ompi/mca/mtl/mtl.h"
-#include "opal/threads/mutex.h"
+#include "mtl_rdmx_compat.h" /* ompi_config.h, and what differs between 4.1 and 5.0 */
 #include "rdmx/rdmx.h"
 
 BEGIN_C_DECLS
