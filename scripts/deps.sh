@@ -6,7 +6,7 @@ RDMX_BUILD_PKGS="autoconf automake libtool pkg-config make g++ git
   libopenmpi-dev openmpi-bin libgtest-dev libbenchmark-dev clang-format
   rdma-core ibverbs-providers"
 RDMX_TEST_PKGS="qemu-system-x86 linux-image-amd64 busybox-static ibverbs-utils
-  rdmacm-utils perftest iproute2 valgrind procps clang libclang-rt-dev"
+  rdmacm-utils perftest iproute2 valgrind procps clang libclang-rt-dev debootstrap"
 
 say() { printf '\n==> %s\n' "$*"; }
 
