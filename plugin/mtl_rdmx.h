@@ -80,6 +80,11 @@ int mtl_rdmx_del_comm(struct mca_mtl_base_module_t* mtl, struct ompi_communicato
 int32_t mtl_rdmx_world_rank_slow(struct ompi_communicator_t* comm, int rank);
 int mtl_rdmx_comm_rank_slow(struct ompi_communicator_t* comm, int32_t world_rank);
 
+/* mtl_rdmx_ulfm.c: the BML ULFM needs under pml cm, set up only when ULFM is enabled */
+int mtl_rdmx_ulfm_init(bool enable_progress_threads, bool enable_mpi_threads);
+int mtl_rdmx_ulfm_add_procs(size_t nprocs, struct ompi_proc_t** procs);
+void mtl_rdmx_ulfm_finalize(void);
+
 /* mtl_rdmx_p2p.c */
 int mtl_rdmx_send(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t* comm, int dest,
                   int tag, struct opal_convertor_t* convertor, mca_pml_base_send_mode_t mode);

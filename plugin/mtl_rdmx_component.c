@@ -313,7 +313,6 @@ static void mtl_rdmx_choose_idle(rdmx_settings_t* s) {
 
 /* Called through mtl_rdmx_component_init (mtl_rdmx_compat.h), in this Open MPI's shape. */
 mca_mtl_base_module_t* mtl_rdmx_init(bool enable_progress_threads, bool enable_mpi_threads) {
-  (void)enable_progress_threads;
   mtl_rdmx_module_t* m = &ompi_mtl_rdmx;
   mtl_rdmx_add_help_dir();
   m->output = opal_output_open(NULL);
@@ -374,6 +373,10 @@ mca_mtl_base_module_t* mtl_rdmx_init(bool enable_progress_threads, bool enable_m
   m->super.mtl_request_size = sizeof(mtl_rdmx_request_t) - sizeof(mca_mtl_request_t);
   m->super.mtl_flags = 0;
   opal_progress_register(mtl_rdmx_progress);
+  if (OMPI_SUCCESS != mtl_rdmx_ulfm_init(enable_progress_threads, enable_mpi_threads)) {
+    m->super.mtl_finalize(&m->super);
+    return NULL;
+  }
 
   opal_output_verbose(1, m->output, "mtl rdmx: rank %d of %d on fabric %s (%s)", m->rank, m->size,
                       rdmx_fabric_name(m->ctx),

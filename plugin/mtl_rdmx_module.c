@@ -66,6 +66,7 @@ static int mtl_rdmx_finalize(struct mca_mtl_base_module_t* mtl) {
   (void)mtl;
   mtl_rdmx_module_t* m = &ompi_mtl_rdmx;
   if (NULL == m->ctx) return OMPI_SUCCESS;
+  mtl_rdmx_ulfm_finalize();
   opal_progress_unregister(mtl_rdmx_progress);
   int rc = rdmx_finalize(m->ctx);
   m->ctx = NULL;
@@ -152,7 +153,7 @@ int mtl_rdmx_add_procs(struct mca_mtl_base_module_t* mtl, size_t nprocs,
     int ret = mtl_rdmx_add_peer((int32_t)name->vpid);
     if (OMPI_SUCCESS != ret) return ret;
   }
-  return OMPI_SUCCESS;
+  return mtl_rdmx_ulfm_add_procs(nprocs, procs);
 }
 
 int mtl_rdmx_del_procs(struct mca_mtl_base_module_t* mtl, size_t nprocs,
