@@ -10,11 +10,7 @@
 #ifndef MTL_RDMX_H
 #define MTL_RDMX_H
 
-#include "ompi_config.h"
-
-#include "ompi/communicator/communicator.h"
-#include "ompi/mca/mtl/mtl.h"
-#include "opal/threads/mutex.h"
+#include "mtl_rdmx_compat.h" /* ompi_config.h, and what differs between 4.1 and 5.0 */
 #include "rdmx/rdmx.h"
 
 BEGIN_C_DECLS
@@ -83,6 +79,11 @@ int mtl_rdmx_add_comm(struct mca_mtl_base_module_t* mtl, struct ompi_communicato
 int mtl_rdmx_del_comm(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t* comm);
 int32_t mtl_rdmx_world_rank_slow(struct ompi_communicator_t* comm, int rank);
 int mtl_rdmx_comm_rank_slow(struct ompi_communicator_t* comm, int32_t world_rank);
+
+/* mtl_rdmx_ulfm.c: the BML ULFM needs under pml cm, set up only when ULFM is enabled */
+int mtl_rdmx_ulfm_init(bool enable_progress_threads, bool enable_mpi_threads);
+int mtl_rdmx_ulfm_add_procs(size_t nprocs, struct ompi_proc_t** procs);
+void mtl_rdmx_ulfm_finalize(void);
 
 /* mtl_rdmx_p2p.c */
 int mtl_rdmx_send(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t* comm, int dest,

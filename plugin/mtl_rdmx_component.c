@@ -14,11 +14,9 @@
 #include <sys/random.h>
 
 #include "mtl_rdmx.h"
-#include "ompi/mca/rte/rte.h"
 #include "ompi/proc/proc.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
-#include "opal/mca/pmix/pmix.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
@@ -27,8 +25,6 @@ static int mtl_rdmx_component_register(void);
 static int mtl_rdmx_component_open(void);
 static int mtl_rdmx_component_close(void);
 static int mtl_rdmx_component_query(mca_base_module_t** module, int* priority);
-static mca_mtl_base_module_t* mtl_rdmx_component_init(bool enable_progress_threads,
-                                                      bool enable_mpi_threads);
 
 mca_mtl_base_component_2_0_0_t mca_mtl_rdmx_component = {
     .mtl_version =
@@ -275,7 +271,7 @@ static int mtl_rdmx_publish_address(void) {
     return mtl_rdmx_error(rc);
   }
   int ret = OMPI_SUCCESS;
-  OPAL_MODEX_SEND(ret, OPAL_PMIX_GLOBAL, &mca_mtl_rdmx_component.mtl_version, addr, len);
+  OPAL_MODEX_SEND(ret, MTL_RDMX_MODEX_GLOBAL, &mca_mtl_rdmx_component.mtl_version, addr, len);
   free(addr);
   return ret;
 }
@@ -296,7 +292,7 @@ static int mtl_rdmx_publish_secret(void) {
   uint8_t secret[16];
   if (getrandom(secret, sizeof secret, 0) != (ssize_t)sizeof secret) return OMPI_ERROR;
   int ret = OMPI_SUCCESS;
-  OPAL_MODEX_SEND_STRING(ret, OPAL_PMIX_GLOBAL, MTL_RDMX_SECRET_KEY, secret, sizeof secret);
+  OPAL_MODEX_SEND_STRING(ret, MTL_RDMX_MODEX_GLOBAL, MTL_RDMX_SECRET_KEY, secret, sizeof secret);
   memset(secret, 0, sizeof secret);
   return ret;
 }
@@ -319,9 +315,8 @@ static void mtl_rdmx_choose_idle(rdmx_settings_t* s) {
   ompi_mtl_rdmx.sleep_when_idle = 0 == strcmp(chosen, "sleep");
 }
 
-static mca_mtl_base_module_t* mtl_rdmx_component_init(bool enable_progress_threads,
-                                                      bool enable_mpi_threads) {
-  (void)enable_progress_threads;
+/* Called through mtl_rdmx_component_init (mtl_rdmx_compat.h), in this Open MPI's shape. */
+mca_mtl_base_module_t* mtl_rdmx_init(bool enable_progress_threads, bool enable_mpi_threads) {
   mtl_rdmx_module_t* m = &ompi_mtl_rdmx;
   mtl_rdmx_add_help_dir();
   m->output = opal_output_open(NULL);
@@ -382,6 +377,10 @@ static mca_mtl_base_module_t* mtl_rdmx_component_init(bool enable_progress_threa
   m->super.mtl_request_size = sizeof(mtl_rdmx_request_t) - sizeof(mca_mtl_request_t);
   m->super.mtl_flags = 0;
   opal_progress_register(mtl_rdmx_progress);
+  if (OMPI_SUCCESS != mtl_rdmx_ulfm_init(enable_progress_threads, enable_mpi_threads)) {
+    m->super.mtl_finalize(&m->super);
+    return NULL;
+  }
 
   opal_output_verbose(1, m->output, "mtl rdmx: rank %d of %d on fabric %s (%s)", m->rank, m->size,
                       rdmx_fabric_name(m->ctx),

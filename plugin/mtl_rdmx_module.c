@@ -8,9 +8,7 @@
 
 #include "mtl_rdmx.h"
 #include "ompi/group/group.h"
-#include "ompi/mca/rte/rte.h"
 #include "ompi/proc/proc.h"
-#include "opal/mca/pmix/pmix.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
@@ -42,7 +40,8 @@ mtl_rdmx_module_t ompi_mtl_rdmx = {
 };
 
 /* The one place where an rdmx status becomes an Open MPI error. Cancellation is not an
- * error (the status says _cancelled); truncation is MPI_ERR_TRUNCATE. */
+ * error (the status says _cancelled); truncation is MPI_ERR_TRUNCATE; a lost peer is
+ * MPI_ERR_PROC_FAILED under ULFM (mtl_rdmx_peer_lost_error, mtl_rdmx_compat.h). */
 int mtl_rdmx_error(int rdmx_status) {
   switch (rdmx_status) {
     case RDMX_OK:
@@ -51,8 +50,8 @@ int mtl_rdmx_error(int rdmx_status) {
     case RDMX_ERR_NO_MEMORY: return OMPI_ERR_OUT_OF_RESOURCE;
     case RDMX_ERR_NO_DEVICE: return OMPI_ERR_NOT_AVAILABLE;
     case RDMX_ERR_UNREACHABLE:
-    case RDMX_ERR_REJECTED:
-    case RDMX_ERR_PEER_LOST: return OMPI_ERR_UNREACH;
+    case RDMX_ERR_REJECTED: return OMPI_ERR_UNREACH;
+    case RDMX_ERR_PEER_LOST: return mtl_rdmx_peer_lost_error();
     case RDMX_ERR_TRUNCATED: return MPI_ERR_TRUNCATE;
     case RDMX_ERR_TIMEOUT: return OMPI_ERR_TIMEOUT;
     case RDMX_ERR_AGAIN: return OMPI_ERR_TEMP_OUT_OF_RESOURCE;
@@ -67,6 +66,7 @@ static int mtl_rdmx_finalize(struct mca_mtl_base_module_t* mtl) {
   (void)mtl;
   mtl_rdmx_module_t* m = &ompi_mtl_rdmx;
   if (NULL == m->ctx) return OMPI_SUCCESS;
+  mtl_rdmx_ulfm_finalize();
   opal_progress_unregister(mtl_rdmx_progress);
   rdmx_stats_t st;
   if (RDMX_OK == rdmx_get_stats(m->ctx, &st))
@@ -162,7 +162,7 @@ int mtl_rdmx_add_procs(struct mca_mtl_base_module_t* mtl, size_t nprocs,
     int ret = mtl_rdmx_add_peer((int32_t)name->vpid);
     if (OMPI_SUCCESS != ret) return ret;
   }
-  return OMPI_SUCCESS;
+  return mtl_rdmx_ulfm_add_procs(nprocs, procs);
 }
 
 int mtl_rdmx_del_procs(struct mca_mtl_base_module_t* mtl, size_t nprocs,

@@ -205,7 +205,7 @@ static int mtl_rdmx_start_send(struct ompi_communicator_t* comm, int dest, int t
    * both go as standard sends. */
   uint32_t flags = MCA_PML_BASE_SEND_SYNCHRONOUS == mode ? RDMX_SEND_SYNC : 0;
   OPAL_THREAD_LOCK(&M->lock);
-  int rc = mtl_rdmx_end_call(rdmx_isend(M->ctx, peer, comm->c_contextid, tag, r->buf, r->length,
+  int rc = mtl_rdmx_end_call(rdmx_isend(M->ctx, peer, mtl_rdmx_cid(comm), tag, r->buf, r->length,
                                         flags, mtl_rdmx_completed, r, &r->rreq),
                              "rdmx_isend");
   if (OPAL_UNLIKELY(RDMX_OK != rc)) return mtl_rdmx_fail_start(r, rc);
@@ -253,7 +253,7 @@ int mtl_rdmx_irecv(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t
   if (OPAL_UNLIKELY(OMPI_SUCCESS != mtl_rdmx_recv_buf(r)))
     return mtl_rdmx_fail_start(r, RDMX_ERR_NO_MEMORY);
   OPAL_THREAD_LOCK(&M->lock);
-  int rc = mtl_rdmx_end_call(rdmx_irecv(M->ctx, source, comm->c_contextid, rtag, r->buf, r->length,
+  int rc = mtl_rdmx_end_call(rdmx_irecv(M->ctx, source, mtl_rdmx_cid(comm), rtag, r->buf, r->length,
                                         mtl_rdmx_completed, r, &r->rreq),
                              "rdmx_irecv");
   if (OPAL_UNLIKELY(RDMX_OK != rc)) return mtl_rdmx_fail_start(r, rc);
@@ -279,7 +279,7 @@ int mtl_rdmx_iprobe(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_
   rdmx_status_info_t st;
   int found = 0;
   OPAL_THREAD_LOCK(&M->lock);
-  int rc = mtl_rdmx_end_call(rdmx_iprobe(M->ctx, source, comm->c_contextid, rtag, &found, &st),
+  int rc = mtl_rdmx_end_call(rdmx_iprobe(M->ctx, source, mtl_rdmx_cid(comm), rtag, &found, &st),
                              "rdmx_iprobe");
   *flag = RDMX_OK == rc && found;
   if (*flag) mtl_rdmx_probe_status(comm, &st, status);
@@ -299,7 +299,7 @@ int mtl_rdmx_improbe(struct mca_mtl_base_module_t* mtl, struct ompi_communicator
   int found = 0;
   OPAL_THREAD_LOCK(&M->lock);
   int rc = mtl_rdmx_end_call(
-      rdmx_improbe(M->ctx, source, comm->c_contextid, rtag, &found, &rmsg, &st), "rdmx_improbe");
+      rdmx_improbe(M->ctx, source, mtl_rdmx_cid(comm), rtag, &found, &rmsg, &st), "rdmx_improbe");
   if (RDMX_OK != rc || !found) {
     ompi_message_return(msg);
     *matched = 0;

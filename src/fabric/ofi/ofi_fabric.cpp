@@ -19,6 +19,11 @@ namespace {
 constexpr uint32_t kApiVersion = FI_VERSION(1, 17);
 constexpr size_t kCqSize = 16384;
 constexpr uint64_t kMaxQueue = 1024;
+// libfabric 2 (Debian 13) marks FI_MR_BASIC and FI_LOCAL_MR deprecated with a warning
+// at every use, yet a provider answering this API 1.x request may still report them:
+// their values, which the ABI keeps (mr_mode FI_MR_BASIC = 1, mode bit 55).
+constexpr uint64_t kMrModeBasic = 1;
+constexpr uint64_t kModeLocalMr = 1ull << 55;
 
 // What rdmx asks of a provider: connected endpoints with messages and RMA, memory
 // registration as rdmx can do it, rx_size receives per endpoint (0: any), and the
@@ -155,8 +160,8 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   fi_info* info = info_.get();
 
   uint64_t mode = info->domain_attr->mr_mode;
-  if (mode == FI_MR_BASIC) mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
-  mr_local_ = (mode & FI_MR_LOCAL) || (info->mode & FI_LOCAL_MR);
+  if (mode == kMrModeBasic) mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+  mr_local_ = (mode & FI_MR_LOCAL) || (info->mode & kModeLocalMr);
   mr_virt_addr_ = mode & FI_MR_VIRT_ADDR;
   mr_prov_key_ = mode & FI_MR_PROV_KEY;
   keys_.set_key_size(info->domain_attr->mr_key_size);

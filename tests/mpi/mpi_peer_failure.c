@@ -1,0 +1,73 @@
+/* A rank dies (SIGKILL) while the other waits for it: rank 0 has a receive from rank 1
+ * posted and a rendezvous-sized send to it in flight. Both must end with an error, not
+ * hang. With --proc-failed (run under ULFM: mpirun --with-ft ulfm) the error must be
+ * MPI_ERR_PROC_FAILED, and rank 0 prints "rank 0: peer failure reported as
+ * MPI_ERR_PROC_FAILED" and finishes. Without ULFM the runtime ends the whole job once it
+ * sees rank 1 die ("exited on signal 9"), whatever rank 0 is doing. */
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mpi_check.h"
+
+#define LARGE (1 << 20) /* above every eager limit: a rendezvous the peer never reads */
+
+static int error_class(int rc) {
+  int cls = rc;
+  MPI_Error_class(rc, &cls);
+  return cls;
+}
+
+static void report(const char* call, int rc) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  printf("rank 0: %s with the dead rank 1 returned error class %d: %s\n", call, error_class(rc),
+         msg);
+  fflush(stdout);
+}
+
+int main(int argc, char** argv) {
+  int rank, nprocs;
+  int want_proc_failed = argc > 1 && 0 == strcmp(argv[1], "--proc-failed");
+  CHECK_MPI(MPI_Init(&argc, &argv));
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+  CHECK(nprocs == 2, "runs on exactly 2 ranks, got %d", nprocs);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  SECTION("a peer that dies: the survivor's pending calls end with an error");
+  int v = rank;
+  CHECK_MPI(MPI_Sendrecv_replace(&v, 1, MPI_INT, 1 - rank, 0, 1 - rank, 0, MPI_COMM_WORLD,
+                                 MPI_STATUS_IGNORE)); /* connected */
+  CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  if (rank == 1) {
+    usleep(200000); /* rank 0 is waiting by now */
+    raise(SIGKILL);
+  }
+  char* big = calloc(LARGE, 1);
+  CHECK(big != NULL, "out of memory");
+  MPI_Request reqs[2];
+  MPI_Status st[2];
+  CHECK_MPI(MPI_Irecv(&v, 1, MPI_INT, 1, 7, MPI_COMM_WORLD, &reqs[0]));
+  CHECK_MPI(MPI_Isend(big, LARGE, MPI_CHAR, 1, 8, MPI_COMM_WORLD, &reqs[1]));
+  int rc_recv = MPI_Wait(&reqs[0], &st[0]);
+  report("MPI_Irecv + MPI_Wait", rc_recv);
+  int rc_send = MPI_Wait(&reqs[1], &st[1]);
+  report("MPI_Isend (1 MiB) + MPI_Wait", rc_send);
+  free(big);
+  int ok = rc_recv != MPI_SUCCESS && rc_send != MPI_SUCCESS;
+  if (want_proc_failed) {
+#ifdef MPI_ERR_PROC_FAILED
+    ok = ok && error_class(rc_recv) == MPI_ERR_PROC_FAILED &&
+         error_class(rc_send) == MPI_ERR_PROC_FAILED;
+    if (ok) printf("rank 0: peer failure reported as MPI_ERR_PROC_FAILED\n");
+#else
+    printf("rank 0: this MPI has no MPI_ERR_PROC_FAILED\n");
+    ok = 0;
+#endif
+  }
+  if (!ok) printf("rank 0: FAILED: the dead peer was not reported as expected\n");
+  fflush(stdout);
+  MPI_Finalize();
+  return ok ? 0 : 1;
+}
