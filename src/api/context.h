@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/settings.h"
 #include "rdmx/rdmx.h"
@@ -56,6 +57,9 @@ std::string resolve_auto_fabric(std::string& why);
 // Records why an initialisation failed (for rdmx_last_error(NULL)), logs it, and
 // returns code.
 int report_init_failure(int code, const std::string& why);
+// ctx's address blob, as rdmx_address gives it (for a bootstrap to hand around).
+std::vector<uint8_t> address_of(rdmx_context_t* ctx);
+
 // Runs fn when ctx is finalized, after its context (a launcher's session to end).
 void at_finalize(rdmx_context_t* ctx, std::function<void()> fn);
 

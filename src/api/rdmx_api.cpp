@@ -7,6 +7,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "api/context.h"
 #include "api/settings_object.h"
@@ -60,6 +61,12 @@ int guarded(Fn&& fn) {
 }
 
 }  // namespace
+
+std::vector<uint8_t> rdmx::address_of(rdmx_context_t* ctx) {
+  std::vector<uint8_t> a(ctx->impl->address(nullptr, 0));
+  ctx->impl->address(a.data(), a.size());
+  return a;
+}
 
 void rdmx::at_finalize(rdmx_context_t* ctx, std::function<void()> fn) {
   ctx->at_finalize = std::move(fn);

@@ -40,13 +40,8 @@ int init_bootstrap(rdmx_context_t** out) {
     b.abort(rdmx_last_error(nullptr));
     return rc;
   }
-  std::vector<uint8_t> mine;
-  size_t len = 0;
-  rdmx_address(ctx, nullptr, &len);
-  mine.resize(len);
-  rdmx_address(ctx, mine.data(), &len);
   std::vector<std::vector<uint8_t>> all;
-  if (int rc = b.exchange(mine, all, err)) {
+  if (int rc = b.exchange(address_of(ctx), all, err)) {
     rdmx_finalize(ctx);
     return report_init_failure(rc, "bootstrap of rank " + std::to_string(cfg.rank) + ": " + err);
   }

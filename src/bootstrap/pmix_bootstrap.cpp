@@ -150,14 +150,6 @@ class Session {
   bool live_ = false;
 };
 
-std::vector<uint8_t> address_of(rdmx_context_t* ctx) {
-  size_t len = 0;
-  rdmx_address(ctx, nullptr, &len);
-  std::vector<uint8_t> a(len);
-  rdmx_address(ctx, a.data(), &len);
-  return a;
-}
-
 // Starts the context of a session's rank; the caller finalizes it on failure.
 int start_context(Session& pmix, const Settings& s, rdmx_context_t** ctx, std::string& err) {
   // The secret comes from rank 0 through PMIx unless every rank already has one: until

@@ -109,7 +109,11 @@ bool decode_address(const uint8_t* addr, size_t len, Address& a, std::string& er
 bool Fabric::reachable(const uint8_t* addr, size_t len) const {
   Address a;
   std::string ignored;
-  return decode_address(addr, len, a, ignored) && a.host == host_identity() && a.domain == domain_;
+  return decode_address(addr, len, a, ignored) && local(a);
+}
+
+bool Fabric::local(const Address& a) const {
+  return a.host == host_identity() && a.domain == domain_;
 }
 
 int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, void* user,
@@ -122,7 +126,7 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
   if (c->active) {
     Address a;
     if (!decode_address(addr, addr_len, a, err)) return RDMX_ERR_INVALID;
-    if (!reachable(addr, addr_len)) {
+    if (!local(a)) {
       err =
           "the peer is not on this host (or is another user's, in another network "
           "namespace or RDMX_SHM_DOMAIN): shared memory cannot reach it";

@@ -116,6 +116,8 @@ class Fabric {
   static constexpr size_t kAcceptDataMax = 196;
 
  private:
+  // Whether a decoded address is of this host, user, network namespace and domain.
+  bool local(const Address& a) const;
   struct MemRange {
     size_t len;
     uint64_t key;
