@@ -71,11 +71,13 @@ static int mtl_rdmx_finalize(struct mca_mtl_base_module_t* mtl) {
   rdmx_stats_t st;
   if (RDMX_OK == rdmx_get_stats(m->ctx, &st))
     opal_output_verbose(2, m->output,
-                        "mtl rdmx: rank %d: %llu eager sends (%llu inline), %llu rendezvous, "
-                        "%llu unexpected, %llu credit messages, %llu sends stalled for credits",
+                        "mtl rdmx: rank %d: %llu eager sends (%llu inline), %llu mid-size, "
+                        "%llu rendezvous, %llu unexpected, %llu credit messages, %llu sends "
+                        "stalled for credits",
                         m->rank, (unsigned long long)st.eager_sends,
-                        (unsigned long long)st.inline_sends, (unsigned long long)st.rndv_sends,
-                        (unsigned long long)st.unexpected, (unsigned long long)st.credit_messages,
+                        (unsigned long long)st.inline_sends, (unsigned long long)st.segmented_sends,
+                        (unsigned long long)st.rndv_sends, (unsigned long long)st.unexpected,
+                        (unsigned long long)st.credit_messages,
                         (unsigned long long)st.credit_stalls);
   int rc = rdmx_finalize(m->ctx);
   m->ctx = NULL;

@@ -147,6 +147,7 @@ typedef struct rdmx_stats {
   uint64_t credit_stalls;         /* sends queued for lack of credits */
   uint64_t unexpected;            /* messages that arrived before their receive */
   uint64_t connections;
+  uint64_t segmented_sends; /* mid-size messages sent in segments (RDMX_MIDSIZE_LIMIT) */
 } rdmx_stats_t;
 
 RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);

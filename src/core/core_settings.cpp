@@ -30,12 +30,23 @@ constexpr SettingDecl kDecls[] = {
      .store_text = store_text<&Settings::fabric>},
     {.name = "RDMX_EAGER_LIMIT",
      .type = RDMX_SETTING_INT,
-     .def = 8192,
-     .min = 0,
+     .def = -1,
+     .min = -1,
      .max = 1 << 20,
-     .help = "largest message (bytes) sent eagerly through bounce buffers; larger ones use "
-             "rendezvous",
+     .help = "largest message (bytes) sent eagerly, in one SEND through the peer's receive "
+             "buffers; larger ones go in segments or by rendezvous; -1 = the fabric's choice "
+             "(32 KiB over libfabric tcp, 8 KiB otherwise)",
      .store_int = store_int<&Settings::eager_limit>},
+    {.name = "RDMX_MIDSIZE_LIMIT",
+     .type = RDMX_SETTING_INT,
+     .def = -1,
+     .min = -1,
+     .max = 16 << 20,
+     .help = "largest message (bytes, used rounded down to a KiB) sent in eager-limit "
+             "segments through the receive buffers instead of by rendezvous; 0 = none; -1 = the "
+             "fabric's choice (64 KiB over libfabric tcp, whose READ is a round trip in "
+             "software; none over verbs and shared memory)",
+     .store_int = store_int<&Settings::midsize_limit>},
     {.name = "RDMX_RNDV_CHUNK",
      .type = RDMX_SETTING_INT,
      .def = 1 << 20,

@@ -6,6 +6,7 @@
 // backend, above both engine and fabric (api/<backend>_context.cpp).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -106,6 +107,7 @@ class Engine {
   static WrKind wr_kind(uint64_t wr) { return WrKind(wr >> 56); }
   static uint64_t wr_value(uint64_t wr) { return wr & ((uint64_t(1) << 56) - 1); }
   static constexpr uint32_t kCtrlCredits = 4;
+  static constexpr uint64_t kMinSegment = 1024;       // no mid-size messages below this eager limit
   static constexpr uint32_t kMaxSignalInterval = 16;  // inline sends per signaled one
 
   // Connections (engine_connect.h).
@@ -116,6 +118,7 @@ class Engine {
   }
   void expire_secret_wait();
   void take_offer(Link<F>& l, const protocol::CmMessage& m);
+  void agree_limits(Link<F>& l);
   bool setup_link(Link<F>& l, std::string& err);
   void retire(std::unique_ptr<Link<F>> l);
   void check_connect_timeouts();
@@ -131,6 +134,15 @@ class Engine {
     uint64_t i = wr_value(wr);
     return wr_kind(wr) == kWrShared ? shared_mem_.get() + i * recv_buf_size_ : l.recv_buf(i);
   }
+
+  // A receive or bounce buffer for eager messages up to eager_limit bytes (and control
+  // messages), in whole cache lines.
+  static uint32_t buffer_size(uint64_t eager_limit) {
+    uint64_t n = std::max<uint64_t>(sizeof(wire::Header) + sizeof(wire::ReqRef) + eager_limit,
+                                    wire::kMaxControlBytes);
+    return uint32_t((n + 63) & ~uint64_t(63));
+  }
+  uint64_t own_eager_limit(const Link<F>& l) const;
 
   // Sending (engine_send.h).
   // A link is ready (Open and may send, link_state.h) until it closes; only then do the
@@ -211,6 +223,17 @@ class Engine {
   [[gnu::always_inline]] void complete(Req& r);
   void fill_status(const Unexp& u, rdmx_status_info_t* st) const;
 
+  // Mid-size messages in segments (engine_segment.h).
+  static bool goes_in_segments(const Link<F>& l, const Req& r);
+  uint64_t own_midsize_limit(const Link<F>& l) const;
+  [[gnu::noinline]] bool transmit_segments(Peer<F>& p, Req& r);
+  void handle_segment(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
+  void start_segments(Link<F>& l, const wire::Header& h);
+  void finish_segments(Link<F>& l);
+  void drop_segments(Link<F>& l);
+  [[gnu::cold, gnu::noinline]] void bad_segment(Link<F>& l, uint64_t length,
+                                                const std::string& what);
+
   // Rendezvous (engine_rndv.h).
   void start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint64_t msg_len,
                   const RemoteData& remote);
@@ -230,6 +253,7 @@ class Engine {
   bool key_ready_ = true;  // false while RDMX_AUTH=secret waits for rdmx_set_job_secret
   std::chrono::steady_clock::time_point secret_wait_started_{};
   Settings settings_;
+  uint64_t max_eager_limit_ = 0;  // the largest of any link's own (recv_buf_size_ holds it)
   uint32_t recv_buf_size_ = 0;
   uint64_t progress_calls_ = 0;
   uint32_t connecting_ = 0;

@@ -19,7 +19,8 @@ using protocol::RejectReason;
 template <fabric::Fabric F>
 bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
   l.credits.set_window(uint32_t(settings_.credits));
-  l.recv_buf_size = recv_buf_size_;
+  l.own_eager_limit = own_eager_limit(l);
+  l.recv_buf_size = buffer_size(l.own_eager_limit);
   if (settings_.srq) return true;  // receives come from the shared queue
   l.recv_bufs = l.credits.window() + kCtrlCredits;
   // A fabric may place the receive buffers itself, where its peer writes into them.
@@ -47,13 +48,23 @@ bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
   return true;
 }
 
+// This side's eager limit for a new connection: the setting, or the fabric's choice for
+// that connection (the shared receive queue's buffers are all of one size).
+template <fabric::Fabric F>
+uint64_t Engine<F>::own_eager_limit(const Link<F>& l) const {
+  if (settings_.eager_limit >= 0 || settings_.srq) return max_eager_limit_;
+  if constexpr (requires { fabric_.eager_limit(l.conn); }) return fabric_.eager_limit(l.conn);
+  return fabric::kDefaultEagerLimit;
+}
+
 // What this side offers a peer in its connect or accept message, sealed with this job's
 // MAC key (an accept's MAC also covers the request's nonce, bound).
 template <fabric::Fabric F>
 protocol::CmMessage Engine<F>::offer(protocol::CmKind kind, Link<F>& l, const uint8_t* bound) {
   CmMessage m = protocol::make_cm(kind, rank_, l.peer->rank);
   m.qp_num = fabric_.qp_num(l.conn);
-  m.eager_limit = uint32_t(settings_.eager_limit);
+  m.eager_limit = uint32_t(l.own_eager_limit);
+  m.midsize_kib = uint16_t(own_midsize_limit(l) / 1024);
   m.credits = uint16_t(l.credits.window());
   m.ctrl_credits = kCtrlCredits;
   m.flags = uint8_t((settings_.flow_control ? protocol::kFlowControl : 0) |
@@ -63,18 +74,31 @@ protocol::CmMessage Engine<F>::offer(protocol::CmKind kind, Link<F>& l, const ui
   return m;
 }
 
-// What the peer's connect or accept message lets this side do on the link. Each side
-// sends eagerly only up to the smaller of the two eager limits: the peer's receive
-// buffers are sized by its own.
+// What the peer's connect or accept message lets this side do on the link (after
+// setup_link: this side's own limits are known).
 template <fabric::Fabric F>
 void Engine<F>::take_offer(Link<F>& l, const protocol::CmMessage& m) {
   l.credits.grant(m.credits, m.ctrl_credits, m.flags & protocol::kSharedReceive);
-  l.eager_limit = std::min<uint64_t>(settings_.eager_limit, m.eager_limit);
-  if (m.eager_limit != settings_.eager_limit)
+  l.peer_eager_limit = m.eager_limit;
+  l.peer_midsize_limit = uint64_t(m.midsize_kib) * 1024;
+  agree_limits(l);
+}
+
+// Each side sends eagerly only up to the smaller of the two eager limits (the peer's
+// receive buffers are sized by its own), and in segments only up to the smaller of the
+// two mid-size limits. Segments are eager-limit pieces: too small a piece would make too
+// many of them.
+template <fabric::Fabric F>
+void Engine<F>::agree_limits(Link<F>& l) {
+  l.eager_limit = std::min(l.own_eager_limit, l.peer_eager_limit);
+  l.midsize_limit =
+      l.eager_limit < kMinSegment ? 0 : std::min(own_midsize_limit(l), l.peer_midsize_limit);
+  if (l.peer_eager_limit != l.own_eager_limit)
     RDMX_LOG(LogLevel::Info, rank_,
-             "rank %d's eager limit is %u bytes, this rank's %llu: messages above %llu bytes "
-             "to it go by rendezvous",
-             l.peer->rank, m.eager_limit, static_cast<unsigned long long>(settings_.eager_limit),
+             "rank %d's eager limit is %llu bytes, this rank's %llu: messages above %llu bytes "
+             "to it go in segments or by rendezvous",
+             l.peer->rank, static_cast<unsigned long long>(l.peer_eager_limit),
+             static_cast<unsigned long long>(l.own_eager_limit),
              static_cast<unsigned long long>(l.eager_limit));
 }
 
@@ -187,10 +211,10 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
   l->peer = p;
   l->active = false;
   l->started = std::chrono::steady_clock::now();
-  take_offer(*l, m);
   std::string err;
   int rc = fabric_.create_conn(nullptr, 0, req, l.get(), &l->conn, err);
   if (rc == RDMX_OK && !setup_link(*l, err)) rc = RDMX_ERR_NO_MEMORY;
+  if (rc == RDMX_OK) take_offer(*l, m);
   if (rc != RDMX_OK) {
     error(rc, "cannot accept rank " + std::to_string(m.src_rank) + ": " + err);
     CmMessage r = protocol::make_cm(CmKind::Reject, rank_, m.src_rank);
@@ -244,10 +268,11 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
     stats_.min_read_depth = attrs.initiator_depth;
   RDMX_LOG(LogLevel::Info, rank_,
            "connected to rank %d (%s): initiator depth %u, responder resources %u, inline %u, "
-           "credits %u, eager limit %llu",
+           "credits %u, eager limit %llu, mid-size limit %llu",
            p.rank, l->active ? "active" : "passive", attrs.initiator_depth,
            attrs.responder_resources, attrs.max_inline, l->credits.available(),
-           static_cast<unsigned long long>(l->eager_limit));
+           static_cast<unsigned long long>(l->eager_limit),
+           static_cast<unsigned long long>(l->midsize_limit));
   if (l->active) {
     // The active side speaks first (iWARP requires it; every device accepts it).
     wire::Header h{};

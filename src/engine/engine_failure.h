@@ -44,6 +44,7 @@ void Engine<F>::fail_link(Link<F>& l, int code, const std::string& why) {
   if (l.state.closed()) return;
   if (l.state.connecting()) --connecting_;
   l.state.set_closed();
+  drop_segments(l);
   if (l.conn) fabric_.disconnect(l.conn);  // null when create_conn itself failed
   Peer<F>& p = *l.peer;
   if (p.link.get() != &l) return;
@@ -92,8 +93,10 @@ void Engine<F>::fail_request(Req& r, int code) {
     fabric_.dereg(r.region);
     r.registered = false;
   }
-  // A send's status was set when it was made, a rendezvous receive's when it matched.
-  if (r.kind == Req::Kind::Recv && r.state != Req::State::Reading)
+  // A send's status was set when it was made, a rendezvous or mid-size receive's when it
+  // matched.
+  if (r.kind == Req::Kind::Recv && r.state != Req::State::Reading &&
+      r.state != Req::State::Assembling)
     r.status = {r.peer, r.tag, 0, 0, RDMX_OK};
   r.status.error = code;
   if (r.kind == Req::Kind::Recv) r.status.length = 0;

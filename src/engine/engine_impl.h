@@ -7,5 +7,6 @@
 #include "engine/engine_failure.h"
 #include "engine/engine_recv.h"
 #include "engine/engine_rndv.h"
+#include "engine/engine_segment.h"
 #include "engine/engine_send.h"
 #include "engine/engine_setup.h"

@@ -119,7 +119,8 @@ inline bool Engine<F>::handle_message(Link<F>& l, const uint8_t* b, uint32_t len
   }
   ++l.recv_seq;
   l.credits.receive(h.credits, h.ctrl_credits);
-  if (h.vt_flags() == wire::Header::make_vt(wire::Type::Eager)) [[likely]] {  // no flags
+  if (h.vt_flags() == wire::Header::make_vt(wire::Type::Eager) && !l.reassembly.active())
+      [[likely]] {  // no flags, and no segments arriving
     handle_eager(l, h, b, len, false);
     return false;
   }
@@ -135,9 +136,15 @@ bool Engine<F>::handle_other(Link<F>& l, const uint8_t* b, uint32_t len) {
     bad_message(l, b, len, h.seq);
     return false;
   }
+  // A message's segments come back to back: nothing else that is matched may cut in.
+  if (l.reassembly.active() && (h.type() == wire::Type::Eager || h.type() == wire::Type::Rts)) {
+    bad_segment(l, l.reassembly.total, "a message cutting in before its last segment");
+    return false;
+  }
   switch (h.type()) {
     case wire::Type::Eager: handle_eager(l, h, b, len, h.flags & wire::kSync); break;
     case wire::Type::Rts: handle_rts(l, h, b, len); break;
+    case wire::Type::Segment: handle_segment(l, h, b, len); break;
     case wire::Type::Fin:
     case wire::Type::SyncAck: handle_done(l, h, b, len); break;
     case wire::Type::Credit: return true;

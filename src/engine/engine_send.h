@@ -46,6 +46,7 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
   Req& r = new_request(Req::Kind::Send, cb, user, const_cast<void*>(buf), len, dest, cid, tag);
   r.status = {dest, tag, len, len, RDMX_OK};
   r.sync = flags & RDMX_SEND_SYNC;
+  r.sent = 0;
   *out = &r;
   return isend_slow(p, r);
 }
@@ -62,7 +63,10 @@ int Engine<F>::isend_slow(Peer<F>& p, Req& r) {
     fail_request(r, p.failure_code);
     return RDMX_OK;
   }
-  if (r.len > settings_.eager_limit) {
+  // Above the eager limit the link decides between segments and rendezvous; on an open
+  // link that is now, so that a registration that fails is the caller's error.
+  if (p.link && p.link->state.ready() && r.len > p.link->eager_limit &&
+      !goes_in_segments(*p.link, r)) {
     if (int rc = register_send(p, r)) {
       requests_.put(&r);
       return rc;
@@ -111,9 +115,10 @@ template <fabric::Fabric F>
 inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
   Link<F>& l = *p.link;
   if (!can_send(l)) return false;
-  // Queued before the link agreed on a lower eager limit than this side's own: it goes
-  // by rendezvous after all. (Registration failing completes r with the error.)
+  // Above the link's eager limit: in segments, or by rendezvous (registered here if it
+  // was queued before the link was open; failing completes r with the error).
   if (!r.registered && r.len > l.eager_limit) [[unlikely]] {
+    if (goes_in_segments(l, r)) return transmit_segments(p, r);
     if (int rc = register_send(p, r)) {
       fail_request(r, rc);
       return true;
@@ -322,7 +327,7 @@ void Engine<F>::send_to_self(Req& r) {
     return;
   }
   Unexp& u = new_unexpected(r.len, nullptr);
-  if (r.len <= settings_.eager_limit && !r.sync) {
+  if (r.len <= max_eager_limit_ && !r.sync) {
     u.payload = payloads_.get(r.len);
     if (r.len) std::memcpy(u.payload.data, r.buf, r.len);
     complete(r);

@@ -35,10 +35,6 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
   set_log_level(int(s.verbose));
   peers_.resize(size_t(size));
   for (int32_t i = 0; i < size; ++i) peers_[size_t(i)].rank = i;
-  recv_buf_size_ = uint32_t(sizeof(wire::Header) + sizeof(wire::ReqRef) + s.eager_limit);
-  if (recv_buf_size_ < wire::kMaxControlBytes) recv_buf_size_ = wire::kMaxControlBytes;
-  recv_buf_size_ = (recv_buf_size_ + 63) & ~63u;
-
   if (s.srq) {
     if constexpr (kHasSharedReceive) {
       fabric_.enable_shared_receive();
@@ -49,6 +45,12 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
   }
   int rc = fabric_.open(s, rank, err);
   if (rc) return rc;
+  // Bounce buffers (and a shared receive queue's) hold the largest eager message of any
+  // link.
+  max_eager_limit_ = s.eager_limit >= 0 ? uint64_t(s.eager_limit) : fabric::kDefaultEagerLimit;
+  if constexpr (requires { fabric_.max_eager_limit(); })
+    if (s.eager_limit < 0) max_eager_limit_ = fabric_.max_eager_limit();
+  recv_buf_size_ = buffer_size(max_eager_limit_);
   if (s.srq && (rc = setup_shared_receive(err))) return rc;
 
   constexpr uint32_t kBounce = 256;

@@ -23,15 +23,41 @@ template <class F>
 struct Peer;
 
 template <class F>
+struct Request;
+template <class F>
+struct Unexpected;
+
+// A mid-size message whose segments are arriving: into the receive it matched, or into
+// an unexpected record that joins the unexpected queue once it is whole. A link carries
+// one at a time: a sender sends a message's segments back to back.
+template <class F>
+struct Reassembly {
+  Request<F>* recv = nullptr;
+  Unexpected<F>* unexp = nullptr;
+  uint64_t total = 0;    // the message's length
+  uint64_t arrived = 0;  // bytes received so far
+  uint32_t cid = 0;
+  int32_t tag = 0;
+  bool active() const { return total != 0; }  // a mid-size message is never empty
+};
+
+template <class F>
 struct Link {
   Peer<F>* peer = nullptr;
   typename F::Conn* conn = nullptr;
   LinkState state;
   bool active = false;  // this side connected; it speaks first
   fabric::ConnAttrs attrs{};
-  // The smaller of the two sides' eager limits, agreed at connect: the peer's receive
-  // buffers hold no more, and this side's bounce buffers no more than its own.
+  // The smaller of the two sides' eager limits, agreed from the peer's offer: the peer's
+  // receive buffers hold no more, and this side's bounce buffers no more than its own.
   uint64_t eager_limit = 0;
+  uint64_t own_eager_limit = 0;   // this side's, which sized its receive buffers
+  uint64_t peer_eager_limit = 0;  // the peer's, from its connect or accept message
+  // Messages above eager_limit and up to this go in segments (engine_segment.h): the
+  // smaller of the two sides' limits, 0 when either sends none.
+  uint64_t midsize_limit = 0;
+  uint64_t peer_midsize_limit = 0;  // the peer's own, from its connect or accept message
+  Reassembly<F> reassembly;         // the mid-size message arriving on this link, if any
   std::chrono::steady_clock::time_point started{};
   uint8_t request_nonce[protocol::kNonceBytes] = {};  // active side: what the accept must cover
 

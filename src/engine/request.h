@@ -26,11 +26,12 @@ struct RequestBase : PostedEntry {
   enum class Kind : uint8_t { Send, Recv };
   enum class State : uint8_t {
     Idle,
-    Backlog,  // send: waiting for the connection, credits or a bounce buffer
-    Posted,   // recv: in the posted queue
-    Reading,  // recv: RDMA READs of a rendezvous message
-    WaitFin,  // send: rendezvous RTS sent, waiting for the receiver's FIN
-    WaitAck,  // send: synchronous eager message sent, waiting for the match ack
+    Backlog,     // send: waiting for the connection, credits or a bounce buffer
+    Posted,      // recv: in the posted queue
+    Reading,     // recv: RDMA READs of a rendezvous message
+    Assembling,  // recv: segments of a mid-size message arriving
+    WaitFin,     // send: rendezvous RTS sent, waiting for the receiver's FIN
+    WaitAck,     // send: synchronous eager message sent, waiting for the match ack
     Done,
   };
 
@@ -51,6 +52,8 @@ struct RequestBase : PostedEntry {
 
   ListNode queue_node;  // a peer's backlog, or a link's read queue
   ListNode peer_node;   // sends and reads in flight, failed if the peer is lost
+
+  uint64_t sent = 0;  // send: bytes of a mid-size message already in segments
 
   // Rendezvous.
   RemoteData remote{};

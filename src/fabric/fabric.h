@@ -18,6 +18,12 @@
 namespace rdmx::fabric {
 
 // Attributes of one established connection, as negotiated by both sides.
+// The eager limit and mid-size limit (RDMX_EAGER_LIMIT, RDMX_MIDSIZE_LIMIT) where a fabric
+// suggests none of its own: the crossover measured on loopback (docs/performance.md), and
+// no mid-size messages. A fabric may suggest its own per connection, with
+// eager_limit(conn), midsize_limit(conn) and the largest it would, max_eager_limit().
+inline constexpr uint64_t kDefaultEagerLimit = 8192;
+
 struct ConnAttrs {
   uint32_t initiator_depth = 1;      // RDMA READs this side may have outstanding
   uint32_t responder_resources = 1;  // RDMA READs the peer may have outstanding here

@@ -1,4 +1,4 @@
-// The private data rdmx puts in connection requests, accepts and rejects: 44 bytes. It
+// The private data rdmx puts in connection requests, accepts and rejects: 46 bytes. It
 // fits the smallest limit it meets (libfabric verbs: 55 bytes on connect, of which the
 // libfabric backend's own header takes 8; rdma_cm: 56), carries its own length and
 // version, and is validated field by field on receipt: the reported length may be
@@ -42,7 +42,9 @@ const char* reject_reason_text(RejectReason r);
 inline constexpr size_t kMacBytes = 8;
 inline constexpr size_t kNonceBytes = 8;
 
-struct CmMessage {
+// Packed: the fields are read and written by value only (never by reference), and
+// without padding the message fits the tightest limit (kConnectDataLimit).
+struct [[gnu::packed]] CmMessage {
   uint32_t magic;
   uint8_t version;
   CmKind kind;
@@ -56,12 +58,13 @@ struct CmMessage {
   uint16_t credits;        // regular receive buffers the sender posted for this connection
   uint8_t ctrl_credits;    // receive buffers reserved for credit messages
   uint8_t flags;           // kFlowControl
+  uint16_t midsize_kib;    // the sender's mid-size limit in KiB (0: it sends none)
   uint8_t mac[kMacBytes];  // Connect and Accept: see above; zero in a Reject
 };
 static_assert(std::is_trivially_copyable_v<CmMessage>);
 
 inline constexpr uint32_t kCmMagic = 0x584d4452;  // "RDMX"
-inline constexpr uint8_t kCmVersion = 2;
+inline constexpr uint8_t kCmVersion = 3;
 inline constexpr uint8_t kFlowControl = 0x1;
 // The sender receives from a shared queue: no per-connection credits; its peer sends
 // freely and relies on RNR retry.

@@ -16,6 +16,7 @@ enum class Type : uint8_t {
   SyncAck = 4,  // header + ReqRef: a synchronous eager send was matched
   Credit = 5,   // header only: explicit credit return
   Hello = 6,    // header only: the active side's first message on a connection
+  Segment = 7,  // header + one piece of a mid-size message (engine_segment.h)
 };
 
 enum Flags : uint8_t {

@@ -126,6 +126,8 @@ bool Run::setup() {
   FUZZ_CHECK(rdmx_settings_set_int(so, "RDMX_CREDITS", s.credits) == RDMX_OK);
   FUZZ_CHECK(rdmx_settings_set_int(so, "RDMX_SRQ", s.srq) == RDMX_OK);
   FUZZ_CHECK(rdmx_settings_set_int(so, "RDMX_RNDV_CHUNK", 4096) == RDMX_OK);
+  // Segments are taken where the eager limit allows them (1024 and up).
+  FUZZ_CHECK(rdmx_settings_set_int(so, "RDMX_MIDSIZE_LIMIT", 8192) == RDMX_OK);
   rdmx_init_params_t p{0, 2, "loopback", kJobKey, so};
   int rc = rdmx_init(&p, &ctx_);
   rdmx_settings_free(so);
@@ -151,6 +153,7 @@ bool Run::setup() {
   r.fab.post_recvs(r.conn, bufs.data(), int(bufs.size()), r.recv_region);
   auto m = protocol::make_cm(protocol::CmKind::Connect, 1, 0);
   m.eager_limit = s.peer_eager_limit;
+  m.midsize_kib = 8;
   m.credits = s.peer_credits;
   m.ctrl_credits = s.peer_ctrl_credits;
   m.flags = s.peer_flags & ~kUnsealed;

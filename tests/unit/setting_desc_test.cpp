@@ -39,9 +39,9 @@ TEST(SettingDescriptors, CarryTypedDefaultsRangesAndChoices) {
   rdmx_setting_desc_t d;
   ASSERT_EQ(rdmx_setting_find("RDMX_EAGER_LIMIT", &d), RDMX_OK);
   EXPECT_EQ(d.type, RDMX_SETTING_INT);
-  EXPECT_EQ(d.default_int, 8192);
-  EXPECT_STREQ(d.default_text, "8192");
-  EXPECT_EQ(d.min, 0);
+  EXPECT_EQ(d.default_int, -1);  // the fabric's choice
+  EXPECT_STREQ(d.default_text, "-1");
+  EXPECT_EQ(d.min, -1);
   EXPECT_EQ(d.max, 1 << 20);
   EXPECT_STREQ(d.key, "eager_limit");
   EXPECT_STREQ(d.owner, "core");

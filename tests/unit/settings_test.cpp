@@ -21,7 +21,7 @@ TEST(Settings, RejectsOutOfRangeValuesWithTheAcceptedRange) {
   EXPECT_FALSE(s.set("RDMX_NO_SUCH", "1", err));
   EXPECT_TRUE(s.set("RDMX_RNR_RETRY", "-1", err));
   EXPECT_TRUE(s.set("RDMX_EAGER_LIMIT", "4096", err));
-  EXPECT_EQ(s.eager_limit, 4096u);
+  EXPECT_EQ(s.eager_limit, 4096);
 }
 
 TEST(Settings, NumbersArePlainDecimalDigits) {
@@ -31,18 +31,19 @@ TEST(Settings, NumbersArePlainDecimalDigits) {
        {"0x10", " 5", "5 ", "+5", "5k", "", "1e3", "0b1", "--1", "18446744073709551617"}) {
     EXPECT_FALSE(s.set("RDMX_EAGER_LIMIT", v, err)) << "'" << v << "'";
     EXPECT_EQ(err, std::string("RDMX_EAGER_LIMIT='") + v +
-                       "' is not accepted: expected an integer from 0 to 1048576");
+                       "' is not accepted: expected an integer from -1 to 1048576");
   }
-  EXPECT_EQ(s.eager_limit, 8192u) << "a refused value changed the setting";
+  EXPECT_EQ(s.eager_limit, -1) << "a refused value changed the setting";
   EXPECT_FALSE(s.set("RDMX_RNR_RETRY", "- 1", err));
   EXPECT_TRUE(s.set("RDMX_EAGER_LIMIT", "010", err));  // leading zeros are still decimal
-  EXPECT_EQ(s.eager_limit, 10u);
+  EXPECT_EQ(s.eager_limit, 10);
 }
 
 TEST(Settings, StartAtTheDeclaredDefaults) {
   Settings s;
   EXPECT_EQ(s.fabric, "auto");
-  EXPECT_EQ(s.eager_limit, 8192u);
+  EXPECT_EQ(s.eager_limit, -1);  // the fabric chooses
+  EXPECT_EQ(s.midsize_limit, -1);
   EXPECT_EQ(s.rndv_chunk, 1u << 20);
   EXPECT_EQ(s.rnr_retry, -1);
   EXPECT_EQ(s.rank, -1);  // unset

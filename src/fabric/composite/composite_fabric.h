@@ -8,6 +8,7 @@
 // when this rank does not use shared memory, so both sides of a pair decide alike).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -163,6 +164,24 @@ class Fabric {
   std::pair<uint64_t, uint64_t> remote_ref(const Conn* c, const Region& r, const void* p) const {
     if (c->shm) return {r.shm_.remote_address(p), r.shm_.key()};
     return {r.net_.remote_address(p), r.net_.key()};
+  }
+
+  // The network fabric's limits for its connections, and the defaults through shared
+  // memory (whose READ is one cross-memory copy: no mid-size messages).
+  uint64_t eager_limit(const Conn* c) const {
+    if constexpr (requires { net_.eager_limit(c->net); })
+      if (!c->shm) return net_.eager_limit(c->net);
+    return fabric::kDefaultEagerLimit;
+  }
+  uint64_t max_eager_limit() const {
+    if constexpr (requires { net_.max_eager_limit(); })
+      return std::max(net_.max_eager_limit(), fabric::kDefaultEagerLimit);
+    return fabric::kDefaultEagerLimit;
+  }
+  uint64_t midsize_limit(const Conn* c) const {
+    if constexpr (requires { net_.midsize_limit(c->net); })
+      if (!c->shm) return net_.midsize_limit(c->net);
+    return 0;
   }
 
   int post_recvs(Conn* c, const fabric::RecvBuf* b, int n, const Region& r) {

@@ -187,6 +187,16 @@ class Fabric {
   int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err);
   void dereg(Region& r);
 
+  // The limits this fabric suggests (RDMX_EAGER_LIMIT=-1, RDMX_MIDSIZE_LIMIT=-1). Over
+  // tcp every SEND is a trip through the kernel's TCP stack, so fewer and larger ones
+  // win, and the provider emulates a READ with a request and a reply: messages to 32 KiB
+  // go in one SEND, to 64 KiB in segments (docs/performance.md). Receive buffers are
+  // then 32 KiB, about 2.2 MB per peer with the default credits. Other providers have
+  // real RDMA reads.
+  uint64_t eager_limit(const Conn*) const { return max_eager_limit(); }
+  uint64_t max_eager_limit() const { return tcp() ? 32 * 1024 : fabric::kDefaultEagerLimit; }
+  uint64_t midsize_limit(const Conn*) const { return tcp() ? 64 * 1024 : 0; }
+
   int post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r);
   int send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr);
   int read(Conn* c, void* local, uint64_t len, const Region& r, uint64_t raddr, uint64_t rkey,
@@ -203,6 +213,7 @@ class Fabric {
   const fabric::ConnAttrs& conn_attrs() const { return attrs_; }
 
  private:
+  bool tcp() const { return provider_ == "tcp"; }
   static constexpr int kBatch = 32;
   static constexpr size_t kMaxCmData = 512;
   static constexpr int kMaxSge = 4;
