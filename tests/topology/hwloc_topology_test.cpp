@@ -1,11 +1,13 @@
 // Device choice on a synthetic machine that hwloc loads from XML
 // (tests/topology/two-rails.xml: mlx5_0 under NUMA node 0, mlx5_1 under node 1, node 2
-// without a device and nearer to node 1), so no RDMA hardware is needed.
+// without a device and nearer to node 1), so no RDMA hardware is needed. Also
+// rdmx_info --topology on the same machine, through HWLOC_XMLFILE.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "harness/run_program.h"
 #include "topology/hwloc_topology.h"
 
 namespace rdmx::topology {
@@ -114,6 +116,20 @@ TEST(Topology, LoadsThisMachine) {
   ASSERT_TRUE(t.load_system(err)) << err;
   EXPECT_FALSE(t.cores().empty());
   EXPECT_FALSE(t.place(t.binding(), 0).numa_nodes.empty());
+}
+
+TEST(RdmxInfo, TopologyShowsEachCoresDevice) {
+  test::Child c = test::run_program({test::tool("rdmx_info"), "--topology"},
+                                    {"HWLOC_XMLFILE=" + kXmlFile, "RDMX_LOCAL_RANK=1"}, 30);
+  ASSERT_EQ(c.status, 0) << c.output;
+  for (const char* want :
+       {"mlx5_0     PCI 0000:3b:00.0  NUMA node 0  CPUs 0-1",
+        "mlx5_1     PCI 0000:af:00.0  NUMA node 1  CPUs 2-3", "local rank 1 (RDMX_LOCAL_RANK)",
+        "core 0 (CPUs 0): mlx5_0", "core 3 (CPUs 3): mlx5_1", "core 4 (CPUs 4): mlx5_1"})
+    EXPECT_NE(c.output.find(want), std::string::npos) << want << "\n" << c.output;
+  c = test::run_program({test::tool("rdmx_info"), "--topology"},
+                        {"HWLOC_XMLFILE=" + kXmlFile, "RDMX_VERBS_DEVICE=mlx5_1"}, 30);
+  EXPECT_NE(c.output.find("every rank: RDMX_VERBS_DEVICE=mlx5_1"), std::string::npos) << c.output;
 }
 
 }  // namespace
