@@ -75,7 +75,7 @@ void print_shm() {
 std::string chosen(const rdmx::topology::DeviceChoice& c,
                    const std::vector<rdmx::topology::DeviceLocality>& devices) {
   if (devices.empty()) return "none (no RDMA device)";
-  if (c.order.empty()) return "the first device with an IP address (" + c.why + ")";
+  if (c.order.empty()) return c.why;
   std::string s = devices[c.order[0]].name;
   if (c.tied > 1) s += " (round-robin over " + std::to_string(c.tied) + " by local rank)";
   return s;

@@ -112,7 +112,7 @@ DeviceChoice choose_device(const std::vector<DeviceLocality>& devices, const Ran
     return c;
   }
   if (std::none_of(devices.begin(), devices.end(), [](auto& d) { return d.located(); })) {
-    c.why = "no device has a known locality (no PCI parent): the first one";
+    c.why = "the first device: none has a known locality (no PCI parent)";
     return c;
   }
   std::stable_sort(ranked.begin(), ranked.end());

@@ -22,14 +22,14 @@ DeviceChoice nearest_device(const std::vector<std::string>& names, const Setting
 #if RDMX_HAVE_HWLOC
   Topology topo;
   std::string err;
-  if (!topo.load_system(err)) return {{}, err + ": the first device"};
+  if (!topo.load_system(err)) return {{}, "the first device: " + err};
   LocalRank lr = local_rank(s.local_rank);
   DeviceChoice c = choose_device(topo.locate(names), topo.place(topo.binding(), lr.value),
                                  topo.numa_distances());
   if (c.tied > 1) c.why += " (" + lr.source + ")";
   return c;
 #else
-  return {{}, "built without hwloc: the first device"};
+  return {{}, "the first device: built without hwloc"};
 #endif
 }
 
