@@ -51,6 +51,9 @@ std::unique_ptr<Context> make_verbs_context(bool with_shm = false);
 std::unique_ptr<Context> make_ofi_context(bool with_shm = false);
 std::unique_ptr<Context> make_shm_context();
 
+// The RDMA devices ibv_get_device_list finds, in its order (none without verbs).
+std::vector<std::string> rdma_device_names();
+
 // The fabric RDMX_FABRIC=auto resolves to on this machine, or "" with a reason.
 std::string resolve_auto_fabric(std::string& why);
 

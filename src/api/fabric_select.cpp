@@ -2,6 +2,7 @@
 // present, else libfabric's tcp provider.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "api/context.h"
 #include "config.h"
@@ -22,6 +23,17 @@ bool rdma_device_present() {
 #endif
 }
 }  // namespace
+
+std::vector<std::string> rdma_device_names() {
+  std::vector<std::string> names;
+#if RDMX_HAVE_VERBS
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  for (int i = 0; list && i < n; ++i) names.push_back(ibv_get_device_name(list[i]));
+  if (list) ibv_free_device_list(list);
+#endif
+  return names;
+}
 
 std::string resolve_auto_fabric(std::string& why) {
   bool device = rdma_device_present();

@@ -56,4 +56,5 @@ extern const SettingGroup kVerbsSettings;      // src/fabric/verbs/verbs_setting
 extern const SettingGroup kLoopbackSettings;   // src/fabric/loopback/loopback_settings.cpp
 extern const SettingGroup kShmSettings;        // src/fabric/shm/shm_settings.cpp
 extern const SettingGroup kBootstrapSettings;  // src/bootstrap/bootstrap_settings.cpp
+extern const SettingGroup kTopologySettings;   // src/topology/topology_settings.cpp
 }  // namespace rdmx

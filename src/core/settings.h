@@ -21,7 +21,8 @@ struct Settings {
   int64_t rnr_retry;             // RDMX_RNR_RETRY (-1 = auto)
   uint64_t flow_control;         // RDMX_FLOW_CONTROL
   uint64_t srq;                  // RDMX_SRQ
-  std::string verbs_device;      // RDMX_VERBS_DEVICE (device name or IP; "" = first)
+  std::string verbs_device;      // RDMX_VERBS_DEVICE (device name or IP; "" = nearest)
+  int64_t local_rank;            // RDMX_LOCAL_RANK (-1: unset, ask the launcher's variables)
   uint64_t connect_timeout_ms;   // RDMX_CONNECT_TIMEOUT_MS
   uint64_t verbose;              // RDMX_VERBOSE
   std::string auth;              // RDMX_AUTH: auto|job-key|secret

@@ -8,8 +8,9 @@
 namespace rdmx {
 namespace {
 
-const SettingGroup* const kGroups[] = {&kCoreSettings,     &kOfiSettings, &kVerbsSettings,
-                                       &kLoopbackSettings, &kShmSettings, &kBootstrapSettings};
+const SettingGroup* const kGroups[] = {&kCoreSettings,     &kOfiSettings,      &kVerbsSettings,
+                                       &kTopologySettings, &kLoopbackSettings, &kShmSettings,
+                                       &kBootstrapSettings};
 
 std::string accepted_text(const SettingDecl& d) {
   switch (d.type) {

@@ -1,14 +1,22 @@
 // rdmx_info: what this rdmx was built with, what RDMX_FABRIC=auto picks here, and
 // every RDMX_* setting with its default. "--settings --markdown" prints the settings as
-// the table in README.md.
+// the table in README.md; "--topology" the RDMA devices, where they sit, and which one
+// a rank bound to each core would use.
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "api/context.h"
 #include "config.h"
 #include "core/settings.h"
 #include "fabric/shm/shm_host.h"
 #include "rdmx/rdmx.h"
+#include "topology/device_choice.h"
+#include "topology/local_rank.h"
+#include "topology/nearest_device.h"
+#if RDMX_HAVE_HWLOC
+#include "topology/hwloc_topology.h"
+#endif
 
 namespace {
 
@@ -63,13 +71,102 @@ void print_shm() {
               why.c_str());
 }
 
+// The device a rank placed so would get, in a few words.
+std::string chosen(const rdmx::topology::DeviceChoice& c,
+                   const std::vector<rdmx::topology::DeviceLocality>& devices) {
+  if (devices.empty()) return "none (no RDMA device)";
+  if (c.order.empty()) return c.why;
+  std::string s = devices[c.order[0]].name;
+  if (c.tied > 1) s += " (round-robin over " + std::to_string(c.tied) + " by local rank)";
+  return s;
+}
+
+// The RDMA devices, their PCI parents and NUMA nodes, and the device choice for this
+// thread and for a rank bound to each core. With a topology that is not this machine's
+// (HWLOC_XMLFILE), or without verbs devices, hwloc's OpenFabrics devices stand in: the
+// choice as it would be on that machine.
+int print_topology() {
+  using namespace rdmx::topology;
+  rdmx::Settings s;
+  std::string err;
+  if (!s.load_from_env(err)) {
+    std::fprintf(stderr, "rdmx_info: %s\n", err.c_str());
+    return 1;
+  }
+  LocalRank lr = local_rank(s.local_rank);
+  std::vector<std::string> names = rdmx::rdma_device_names();
+  std::string from = "ibv_get_device_list";
+#if RDMX_HAVE_HWLOC
+  Topology topo;
+  if (!topo.load_system(err)) {
+    std::printf("hwloc: %s\n", err.c_str());
+    return 1;
+  }
+  if (!topo.is_this_system() && !topo.openfabrics_devices().empty()) {
+    names = topo.openfabrics_devices();
+    from = "hwloc's OpenFabrics devices: the topology is not this machine's";
+  } else if (names.empty() && !topo.openfabrics_devices().empty()) {
+    names = topo.openfabrics_devices();
+    from = "none from ibv_get_device_list; hwloc's OpenFabrics devices";
+  }
+  std::vector<DeviceLocality> devices = topo.locate(names);
+  NumaDistances dist = topo.numa_distances();
+  std::printf("hwloc %s\n", HWLOC_VERSION);
+#else
+  std::vector<DeviceLocality> devices;
+  for (const std::string& n : names) devices.push_back({.name = n});
+  NumaDistances dist;
+  std::printf("built without hwloc: device locality unknown\n");
+#endif
+  std::printf("RDMA devices (%s):%s\n", from.c_str(), devices.empty() ? " none" : "");
+  for (const DeviceLocality& d : devices) {
+    if (d.pci_bus_id.empty())
+      std::printf("  %-10s no PCI parent\n", d.name.c_str());
+    else
+      std::printf("  %-10s PCI %s  NUMA node %s  CPUs %s\n", d.name.c_str(), d.pci_bus_id.c_str(),
+                  format_indexes(d.numa_nodes).c_str(), format_indexes(d.cpus).c_str());
+  }
+  if (!dist.nodes.empty()) {
+    std::printf("NUMA distances:\n");
+    for (unsigned from_node : dist.nodes) {
+      std::printf("  node %u:", from_node);
+      for (unsigned to : dist.nodes)
+        std::printf(" %llu", static_cast<unsigned long long>(dist.between(from_node, to)));
+      std::printf("\n");
+    }
+  }
+  std::printf("local rank %u (%s)\n", lr.value, lr.source.c_str());
+  if (!s.verbs_device.empty()) {
+    std::printf("every rank: RDMX_VERBS_DEVICE=%s\n", s.verbs_device.c_str());
+    return 0;
+  }
+#if RDMX_HAVE_HWLOC
+  if (topo.is_this_system()) {
+    IndexList bound = topo.binding();
+    std::printf("this thread, bound to CPUs %s: %s\n",
+                bound.empty() ? "(unknown)" : format_indexes(bound).c_str(),
+                chosen(choose_device(devices, topo.place(bound, lr.value), dist), devices).c_str());
+  }
+  std::printf("a rank bound to one core:\n");
+  std::vector<IndexList> cores = topo.cores();
+  for (size_t i = 0; i < cores.size(); ++i)
+    std::printf(
+        "  core %zu (CPUs %s): %s\n", i, format_indexes(cores[i]).c_str(),
+        chosen(choose_device(devices, topo.place(cores[i], lr.value), dist), devices).c_str());
+#else
+  std::printf("every rank: %s\n", chosen(choose_device(devices, {}, dist), devices).c_str());
+#endif
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string a1 = argc > 1 ? argv[1] : "", a2 = argc > 2 ? argv[2] : "";
   bool markdown = a2 == "--markdown";
+  if (argc == 2 && a1 == "--topology") return print_topology();
   if (argc > 3 || (argc > 1 && a1 != "--settings") || (argc > 2 && !markdown)) {
-    std::fprintf(stderr, "usage: rdmx_info [--settings [--markdown]]\n");
+    std::fprintf(stderr, "usage: rdmx_info [--settings [--markdown] | --topology]\n");
     return 2;
   }
   if (markdown) {

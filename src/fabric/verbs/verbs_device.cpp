@@ -11,7 +11,9 @@
 #include <cstring>
 #include <vector>
 
+#include "core/log.h"
 #include "rdmx/rdmx.h"
+#include "topology/nearest_device.h"
 
 namespace rdmx::verbs {
 namespace {
@@ -57,15 +59,14 @@ std::vector<sockaddr_storage> candidate_addresses() {
 
 // The RDMA devices of this machine, "" if none.
 std::string device_names() {
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
   std::string names;
-  for (int i = 0; list && i < n; ++i) {
-    if (!names.empty()) names += ", ";
-    names += ibv_get_device_name(list[i]);
-  }
-  if (list) ibv_free_device_list(list);
+  for (const std::string& n : device_list()) names += (names.empty() ? "" : ", ") + n;
   return names;
+}
+
+// Where d stands in prefer (the topology's order), prefer.size() when absent.
+size_t preference(const std::vector<std::string>& prefer, const char* d) {
+  return size_t(std::find(prefer.begin(), prefer.end(), d) - prefer.begin());
 }
 
 // Why no device was usable, in words that say what to do about it.
@@ -80,6 +81,15 @@ std::string no_device_reason() {
 }
 
 }  // namespace
+
+std::vector<std::string> device_list() {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  std::vector<std::string> names;
+  for (int i = 0; list && i < n; ++i) names.push_back(ibv_get_device_name(list[i]));
+  if (list) ibv_free_device_list(list);
+  return names;
+}
 
 std::string errno_text(int e) { return std::strerror(e < 0 ? -e : e); }
 
@@ -135,8 +145,10 @@ bool parse_address(const uint8_t* blob, size_t len, WireAddress& out, sockaddr_s
   return true;
 }
 
-// want: a device name, an IP address, or "" for the first device reachable by IP.
-int Device::find_device(const std::string& want, std::string& err) {
+// want: a device name, an IP address, or "" for a device reachable by IP: the first of
+// prefer that is, else the first in interface order.
+int Device::find_device(const std::string& want, const std::vector<std::string>& prefer,
+                        std::string& err) {
   sockaddr_storage want_ip{};
   bool by_ip = false;
   if (!want.empty()) {
@@ -152,6 +164,7 @@ int Device::find_device(const std::string& want, std::string& err) {
   }
   std::vector<sockaddr_storage> candidates =
       by_ip ? std::vector<sockaddr_storage>{want_ip} : candidate_addresses();
+  size_t best = prefer.size();
   for (const sockaddr_storage& ss : candidates) {
     rdma_cm_id* raw = nullptr;
     if (rdma_create_id(channel_.get(), &raw, nullptr, RDMA_PS_TCP)) {
@@ -161,11 +174,16 @@ int Device::find_device(const std::string& want, std::string& err) {
     CmId id(raw);
     sockaddr_storage bind_to = ss;
     if (rdma_bind_addr(id.get(), reinterpret_cast<sockaddr*>(&bind_to)) || !id->verbs) continue;
-    if (!want.empty() && !by_ip && want != ibv_get_device_name(id->verbs->device)) continue;
+    const char* name = ibv_get_device_name(id->verbs->device);
+    if (!want.empty() && !by_ip && want != name) continue;
+    size_t rank = preference(prefer, name);
+    if (listener_ && rank >= best) continue;
+    best = rank;
     listener_ = std::move(id);
     local_ = ss;
-    return RDMX_OK;
+    if (best == 0 || prefer.empty()) break;
   }
+  if (listener_) return RDMX_OK;
   if (want.empty()) {
     err = no_device_reason();
   } else {
@@ -214,8 +232,18 @@ int Device::open(const Settings& s, std::string& err) {
         std::string("cannot make the rdma_cm event channel non-blocking: ") + std::strerror(errno);
     return RDMX_ERR_FABRIC;
   }
-  if (int rc = find_device(s.verbs_device, err)) return rc;
+  std::vector<std::string> prefer;
+  if (s.verbs_device.empty()) {
+    std::vector<std::string> names = device_list();
+    topology::DeviceChoice choice = topology::nearest_device(names, s);
+    for (size_t i : choice.order) prefer.push_back(names[i]);
+    RDMX_LOG(LogLevel::Info, -1, "verbs: device choice: %s", choice.why.c_str());
+  }
+  if (int rc = find_device(s.verbs_device, prefer, err)) return rc;
   name_ = ibv_get_device_name(context()->device);
+  if (!prefer.empty() && name_ != prefer[0])
+    RDMX_LOG(LogLevel::Info, -1, "verbs: %s has no IP address rdma_cm can bind; using %s",
+             prefer[0].c_str(), name_.c_str());
   if (rdma_listen(listener_.get(), kListenBacklog)) {
     err = "rdma_listen on " + format_address(local_address()) + " failed: " + std::strerror(errno);
     return RDMX_ERR_FABRIC;

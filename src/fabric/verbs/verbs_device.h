@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/settings.h"
 #include "fabric/verbs/verbs_resource.h"
@@ -52,6 +53,8 @@ bool parse_address(const uint8_t* blob, size_t len, WireAddress& out, sockaddr_s
                    std::string& err);
 // "10.78.0.1:40123", for messages.
 std::string format_address(const sockaddr* sa);
+// The names of this machine's RDMA devices, in ibv_get_device_list's order.
+std::vector<std::string> device_list();
 // strerror of an errno value, or of a negated one as rdma_cm events carry.
 std::string errno_text(int e);
 
@@ -61,10 +64,11 @@ class Device {
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
-  // Finds the device (RDMX_VERBS_DEVICE: by name or IP address; else the first one with
-  // an IP address, in interface order), listens on an ephemeral port of that address
-  // and creates the shared objects. Returns an RDMX_* code; RDMX_ERR_NO_DEVICE when
-  // this machine has no usable RDMA device.
+  // Finds the device (RDMX_VERBS_DEVICE: by name or IP address; else the nearest to the
+  // calling thread's CPUs that has an IP address, see topology/nearest_device.h, and
+  // without a known locality the first one with an IP address, in interface order), listens on an
+  // ephemeral port of that address and creates the shared objects. Returns an RDMX_* code;
+  // RDMX_ERR_NO_DEVICE when this machine has no usable RDMA device.
   int open(const Settings& s, std::string& err);
 
   rdma_event_channel* channel() const { return channel_.get(); }
@@ -87,7 +91,8 @@ class Device {
   void release_cq(uint32_t n) { cq_used_ -= n; }
 
  private:
-  int find_device(const std::string& want, std::string& err);
+  int find_device(const std::string& want, const std::vector<std::string>& prefer,
+                  std::string& err);
   void find_gid();
 
   EventChannel channel_;

@@ -10,7 +10,9 @@ constexpr SettingDecl kDecls[] = {
      .type = RDMX_SETTING_TEXT,
      .def_text = "",
      .help = "verbs fabric: the RDMA device (e.g. mlx5_0, rxe1) or the IP address to use; "
-             "empty = the first device with an IP address",
+             "empty = the device nearest the calling thread's CPUs (hwloc: PCI locality, then "
+             "NUMA distance, then round-robin by RDMX_LOCAL_RANK), or without a known locality "
+             "the first device with an IP address",
      .store_text = store_text<&Settings::verbs_device>},
 };
 
