@@ -38,8 +38,7 @@ int Fabric::setup_endpoint(Conn* c, fi_info* info, std::string& err) {
     err = fi_error("fi_endpoint", rc);
     return RDMX_ERR_FABRIC;
   }
-  if ((rc = fi_ep_bind(c->ep.get(), eq_.fid(), 0)) ||
-      (rc = fi_ep_bind(c->ep.get(), cq_.fid(), FI_TRANSMIT | FI_RECV))) {
+  if ((rc = fi_ep_bind(c->ep.get(), eq_.fid(), 0)) || (rc = bind_cq(c))) {
     err = fi_error("fi_ep_bind", rc);
     c->ep.reset();
     return RDMX_ERR_FABRIC;
@@ -51,7 +50,25 @@ int Fabric::setup_endpoint(Conn* c, fi_info* info, std::string& err) {
   }
   c->tx.init(c, tx_depth_, Op::Send);
   c->rx.init(c, rx_depth_, Op::Recv);
+  c->unreported.conn = c;
+  c->unreported.kind = Op::Send;
+  c->unreported.index = kUnpooled;
+  c->unreported.live = true;
   return RDMX_OK;
+}
+
+// Receives and READs are always reported; sends only when posted with FI_COMPLETION
+// (the engine asks for one inline send in several). A provider that refuses the
+// selective bind reports every send, as fabric.h allows.
+int Fabric::bind_cq(Conn* c) {
+  if (selective_) {
+    int rc = fi_ep_bind(c->ep.get(), cq_.fid(), FI_TRANSMIT | FI_SELECTIVE_COMPLETION);
+    if (rc == 0) return fi_ep_bind(c->ep.get(), cq_.fid(), FI_RECV);
+    RDMX_LOG(LogLevel::Info, rank_, "ofi: provider %s: no selective completion (%s)",
+             provider_.c_str(), fi_strerror(-rc));
+    selective_ = false;
+  }
+  return fi_ep_bind(c->ep.get(), cq_.fid(), FI_TRANSMIT | FI_RECV);
 }
 
 int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, void* user,

@@ -80,8 +80,10 @@ int Fabric::post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region
   return RDMX_OK;
 }
 
-// Every send is reported, signaled or not (fabric.h allows it): the tx context is
-// recycled on its completion.
+// A signaled send, or one from registered memory, takes an operation slot, recycled
+// when it is reported. With selective completion an unsignaled inline send is not
+// reported (its data was copied at post time) and takes no slot; without, every send
+// is reported (fabric.h allows it).
 int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr) {
   bool inline_data = flags & fabric::kSendInline;
   if (n < 1 || n > kMaxSge) return RDMX_ERR_INVALID;
@@ -98,7 +100,8 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_
     total += sge[i].len;
   }
   if (inline_data && total > attrs_.max_inline) return RDMX_ERR_INVALID;
-  Op* op = c->tx.take();
+  bool report = !selective_ || !inline_data || (flags & fabric::kSendSignaled);
+  Op* op = report ? c->tx.take() : &c->unreported;
   if (!op) return RDMX_ERR_AGAIN;
   op->wr = wr;
   op->kind = Op::Send;
@@ -107,7 +110,8 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_
   msg.desc = described ? desc : nullptr;  // some providers read every entry of an array
   msg.iov_count = size_t(n);
   msg.context = &op->ctx;
-  ssize_t rc = fi_sendmsg(c->ep.get(), &msg, FI_COMPLETION | (inline_data ? FI_INJECT : 0));
+  ssize_t rc =
+      fi_sendmsg(c->ep.get(), &msg, (report ? FI_COMPLETION : 0) | (inline_data ? FI_INJECT : 0));
   if (rc) {
     c->tx.give(op);
     return post_error(rc);
@@ -123,8 +127,17 @@ int Fabric::read(Conn* c, void* local, uint64_t len, const Region& r, uint64_t r
   if (!op) return RDMX_ERR_AGAIN;
   op->wr = wr;
   op->kind = Op::Read;
-  ssize_t rc =
-      fi_read(c->ep.get(), local, len, const_cast<void*>(r.desc()), 0, raddr, rkey, &op->ctx);
+  iovec iov{local, len};
+  void* desc = const_cast<void*>(r.desc());
+  fi_rma_iov rma{raddr, len, rkey};
+  fi_msg_rma msg{};
+  msg.msg_iov = &iov;
+  msg.desc = &desc;
+  msg.iov_count = 1;
+  msg.rma_iov = &rma;
+  msg.rma_iov_count = 1;
+  msg.context = &op->ctx;
+  ssize_t rc = fi_readmsg(c->ep.get(), &msg, FI_COMPLETION);
   if (rc) {
     c->tx.give(op);
     return post_error(rc);

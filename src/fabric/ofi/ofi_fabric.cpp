@@ -172,6 +172,7 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   if (info->tx_attr->size > kMaxQueue) info->tx_attr->size = kMaxQueue;
   rx_depth_ = uint32_t(info->rx_attr->size);
   tx_depth_ = uint32_t(info->tx_attr->size);
+  selective_ = !(info->mode & (FI_CONTEXT | FI_CONTEXT2));
   if (tx_depth_ < 2) {
     err = "provider '" + provider_ + "' offers a transmit queue of " + std::to_string(tx_depth_) +
           " entries";
@@ -264,11 +265,12 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   listen_addr_ = encode_address(provider_, name, name_len);
   RDMX_LOG(LogLevel::Info, rank_,
            "ofi: provider %s, domain %s, listening on %s; mr_mode%s%s%s, inject %u, tx %u, rx "
-           "%u, connect data %zu, read depth %u",
+           "%u, connect data %zu, read depth %u, %s",
            provider_.c_str(), info->domain_attr->name, describe_sockaddr(name, name_len).c_str(),
            mr_local_ ? " local" : "", mr_virt_addr_ ? " virt_addr" : " offsets",
            mr_prov_key_ ? " prov_key" : " requested_keys", attrs_.max_inline, tx_depth_, rx_depth_,
-           cm_data_size_, attrs_.initiator_depth);
+           cm_data_size_, attrs_.initiator_depth,
+           selective_ ? "sends reported when asked" : "every send reported");
   return RDMX_OK;
 }
 

@@ -59,6 +59,9 @@ struct Op {
   Kind kind = Recv;
   bool live = false;  // posted and not yet reported
 };
+// The index of an Op that belongs to no table: a connection's stand-in for its
+// unreported sends, named in the error completion if one of them fails.
+inline constexpr uint32_t kUnpooled = ~0u;
 
 // A fixed set of operation slots, sized from the provider's queue depths when the
 // connection is made, so that posting never allocates.
@@ -72,6 +75,7 @@ class OpTable {
     return op;
   }
   void give(Op* op) {
+    if (op->index == kUnpooled) return;
     op->live = false;
     free_[free_count_++] = op->index;
   }
@@ -108,6 +112,7 @@ struct Conn {
   fabric::ConnAttrs attrs{};  // final once established
   bool closing = false;       // the event queue reported it down; eq_text_ says why
   OpTable tx, rx;
+  Op unreported;  // what an unsignaled inline send names (selective completion)
   // Passive side: receives that completed before the connection was reported
   // established, handed over right after it is (the engine expects that order).
   Ring<Completion> early{1};
@@ -218,6 +223,7 @@ class Fabric {
   static constexpr size_t kMaxCmData = 512;
   static constexpr int kMaxSge = 4;
 
+  int bind_cq(Conn* c);
   int post_recv(Conn* c, void* buf, uint32_t len, const Region& r,
                 uint64_t wr);  // one of post_recvs
   int poll_cq(Completion* out, int max);
@@ -240,6 +246,9 @@ class Fabric {
   fabric::ConnAttrs attrs_{};
   size_t cm_data_size_ = 0;
   bool mr_local_ = false;
+  // Sends are reported only when asked (FI_SELECTIVE_COMPLETION): where the provider
+  // keeps no state in the operation's context (no FI_CONTEXT mode) and accepts the bind.
+  bool selective_ = false;
   bool mr_virt_addr_ = false;
   bool mr_prov_key_ = false;
   RandomKeys keys_;  // where the provider takes requested keys
