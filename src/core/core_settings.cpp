@@ -45,7 +45,7 @@ constexpr SettingDecl kDecls[] = {
      .help = "largest message (bytes, used rounded down to a KiB) sent in eager-limit "
              "segments through the receive buffers instead of by rendezvous; 0 = none; -1 = the "
              "fabric's choice (64 KiB over libfabric tcp, whose READ is a round trip in "
-             "software; none over verbs and shared memory)",
+             "software; 32 KiB through shared memory; none over verbs)",
      .store_int = store_int<&Settings::midsize_limit>},
     {.name = "RDMX_RNDV_CHUNK",
      .type = RDMX_SETTING_INT,

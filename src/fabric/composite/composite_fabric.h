@@ -166,8 +166,8 @@ class Fabric {
     return {r.net_.remote_address(p), r.net_.key()};
   }
 
-  // The network fabric's limits for its connections, and the defaults through shared
-  // memory (whose READ is one cross-memory copy: no mid-size messages).
+  // Each fabric's limits for its connections (the shared-memory fabric keeps the
+  // default eager limit).
   uint64_t eager_limit(const Conn* c) const {
     if constexpr (requires { net_.eager_limit(c->net); })
       if (!c->shm) return net_.eager_limit(c->net);
@@ -179,8 +179,8 @@ class Fabric {
     return fabric::kDefaultEagerLimit;
   }
   uint64_t midsize_limit(const Conn* c) const {
-    if constexpr (requires { net_.midsize_limit(c->net); })
-      if (!c->shm) return net_.midsize_limit(c->net);
+    if (c->shm) return shm_.midsize_limit(c->shm);
+    if constexpr (requires { net_.midsize_limit(c->net); }) return net_.midsize_limit(c->net);
     return 0;
   }
 

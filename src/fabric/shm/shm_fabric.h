@@ -102,6 +102,13 @@ class Fabric {
   int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err);
   void dereg(Region& r);
 
+  // Mid-size messages (RDMX_MIDSIZE_LIMIT=-1): up to 32 KiB, a few copies through the
+  // rings beat the rendezvous' request, cross-memory read and FIN (16 KiB: 2.2 us
+  // against 5.2); at 64 KiB the read's single copy wins back the bandwidth
+  // (docs/performance.md). The eager limit stays the default: receive buffers are
+  // shared memory per local pair.
+  uint64_t midsize_limit(const Conn*) const { return 32 * 1024; }
+
   int post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r);
   [[gnu::always_inline]] int send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags,
                                   uint64_t wr);
