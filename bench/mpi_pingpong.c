@@ -9,14 +9,18 @@
  * the median iteration or window (p50): on a shared machine the median of one run
  * moves far less than its mean.
  *
- * Sizes go up by --factor (4; 2 for the points of a plot) from --min-size (1).
+ * Sizes go up by --factor (4; 2 for the points of a plot) from --min-size (1), or are
+ * the ones --sizes lists (8,1048576: a row each, without the sizes between, for a run
+ * that has little time, such as across the Soft-RoCE VM's hosts).
  *
  * usage: mpi_pingpong [--min-size BYTES] [--max-size BYTES] [--factor F] [--iters N]
- *                     [--window N] */
+ *                     [--window N] [--sizes BYTES,BYTES...] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+enum { MAX_SIZES = 32 };
 
 typedef struct {
   size_t min_size;
@@ -24,7 +28,23 @@ typedef struct {
   int factor;
   int iters;
   int window;
+  size_t sizes[MAX_SIZES]; /* --sizes, nsizes of them; none: min_size to max_size */
+  int nsizes;
 } options_t;
+
+/* --sizes: a comma-separated list of sizes in bytes, each from 1 to 1 GiB. */
+static int parse_sizes(const char* list, options_t* o) {
+  o->nsizes = 0;
+  while (*list) {
+    char* end = NULL;
+    unsigned long long v = strtoull(list, &end, 10);
+    if (end == list || v < 1 || v > (1ull << 30) || o->nsizes == MAX_SIZES) return 0;
+    o->sizes[o->nsizes++] = (size_t)v;
+    if (*end && (*end != ',' || !end[1])) return 0; /* a comma, then more sizes */
+    list = *end ? end + 1 : end;
+  }
+  return o->nsizes > 0;
+}
 
 static int parse(int argc, char** argv, options_t* o) {
   for (int i = 1; i < argc; ++i) {
@@ -38,10 +58,15 @@ static int parse(int argc, char** argv, options_t* o) {
       o->iters = atoi(argv[++i]);
     } else if (i + 1 < argc && 0 == strcmp(argv[i], "--window")) {
       o->window = atoi(argv[++i]);
+    } else if (i + 1 < argc && 0 == strcmp(argv[i], "--sizes")) {
+      if (!parse_sizes(argv[++i], o)) return 0;
     } else {
       return 0;
     }
   }
+  /* The buffer holds the largest size listed. */
+  for (int k = 0; k < o->nsizes; ++k)
+    if (o->sizes[k] > o->max_size) o->max_size = o->sizes[k];
   return o->min_size >= 1 && o->min_size <= o->max_size && o->max_size <= ((size_t)1 << 30) &&
          o->factor >= 2 && o->factor <= 16 && o->iters >= 1 && o->window >= 1 && o->window <= 1024;
 }
@@ -121,12 +146,12 @@ int main(int argc, char** argv) {
   int rank = 0, nprocs = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-  options_t o = {1, (size_t)4 << 20, 4, 1000, 16};
+  options_t o = {1, (size_t)4 << 20, 4, 1000, 16, {0}, 0};
   if (!parse(argc, argv, &o) || nprocs < 2) {
     if (rank == 0)
       fprintf(stderr,
               "usage: mpirun -np 2 mpi_pingpong [--min-size BYTES] [--max-size BYTES] "
-              "[--factor F] [--iters N] [--window N]\n");
+              "[--factor F] [--iters N] [--window N] [--sizes BYTES,BYTES...]\n");
     MPI_Finalize();
     return 2;
   }
@@ -137,7 +162,12 @@ int main(int argc, char** argv) {
   memset(buf, 1, o.max_size);
   if (rank == 0)
     printf("%12s %14s %16s %16s\n", "bytes", "latency (us)", "bandwidth (MB/s)", "msg rate (M/s)");
-  for (size_t size = o.min_size; size <= o.max_size; size *= (size_t)o.factor) {
+  /* Without --sizes: from min_size to max_size by factor (at most 31 sizes up to 1 GiB). */
+  if (!o.nsizes)
+    for (size_t size = o.min_size; size <= o.max_size; size *= (size_t)o.factor)
+      o.sizes[o.nsizes++] = size;
+  for (int k = 0; k < o.nsizes; ++k) {
+    size_t size = o.sizes[k];
     if (rank > 1) {
       MPI_Barrier(MPI_COMM_WORLD);
       continue;

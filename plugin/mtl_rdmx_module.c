@@ -116,17 +116,23 @@ static int mtl_rdmx_take_secret(mtl_rdmx_module_t* m) {
   return OMPI_SUCCESS;
 }
 
+/* mtl_rdmx_take_secret, taking the lock, unless the secret is already set. */
+static int mtl_rdmx_ensure_secret(mtl_rdmx_module_t* m) {
+  if (!m->secret_from_modex || __atomic_load_n(&m->secret_set, __ATOMIC_ACQUIRE))
+    return OMPI_SUCCESS;
+  OPAL_THREAD_LOCK(&m->lock);
+  int ret = mtl_rdmx_take_secret(m);
+  OPAL_THREAD_UNLOCK(&m->lock);
+  return ret;
+}
+
 /* Gives rdmx the address a world rank published in the modex (once per rank). */
 int mtl_rdmx_add_peer(int32_t world_rank) {
   mtl_rdmx_module_t* m = &ompi_mtl_rdmx;
   if (world_rank < 0 || world_rank >= m->size) return OMPI_ERR_BAD_PARAM;
   if (__atomic_load_n(&m->peer_added[world_rank], __ATOMIC_ACQUIRE)) return OMPI_SUCCESS;
-  if (m->secret_from_modex && !__atomic_load_n(&m->secret_set, __ATOMIC_ACQUIRE)) {
-    OPAL_THREAD_LOCK(&m->lock);
-    int sret = mtl_rdmx_take_secret(m);
-    OPAL_THREAD_UNLOCK(&m->lock);
-    if (OMPI_SUCCESS != sret) return sret;
-  }
+  int sret = mtl_rdmx_ensure_secret(m);
+  if (OMPI_SUCCESS != sret) return sret;
   opal_process_name_t name = {.jobid = m->jobid, .vpid = (opal_vpid_t)world_rank};
   uint8_t* addr = NULL;
   size_t len = 0;
@@ -154,6 +160,12 @@ int mtl_rdmx_add_peer(int32_t world_rank) {
 int mtl_rdmx_add_procs(struct mca_mtl_base_module_t* mtl, size_t nprocs,
                        struct ompi_proc_t** procs) {
   (void)mtl;
+  /* The secret now, whoever the procs are. MPI_Init adds only the ranks on this node
+   * (and this rank, which needs no address): a rank alone on its node would otherwise
+   * take the secret at its first send, and turn away every connection until then (a
+   * receiver waiting for a rank on another node would wait for ever). */
+  int ret = mtl_rdmx_ensure_secret(&ompi_mtl_rdmx);
+  if (OMPI_SUCCESS != ret) return ret;
   for (size_t i = 0; i < nprocs; ++i) {
     const opal_process_name_t* name = &procs[i]->super.proc_name;
     if (name->jobid != ompi_mtl_rdmx.jobid) {
@@ -161,7 +173,7 @@ int mtl_rdmx_add_procs(struct mca_mtl_base_module_t* mtl, size_t nprocs,
                      ompi_mtl_rdmx.rank);
       return OMPI_ERR_NOT_SUPPORTED;
     }
-    int ret = mtl_rdmx_add_peer((int32_t)name->vpid);
+    ret = mtl_rdmx_add_peer((int32_t)name->vpid);
     if (OMPI_SUCCESS != ret) return ret;
   }
   return mtl_rdmx_ulfm_add_procs(nprocs, procs);
