@@ -279,11 +279,15 @@ void Fabric::reap(Conn* c) {
   }
 }
 
-void Fabric::housekeeping() {
+// A connection the peer ended is reported once what it sent has been delivered: its own
+// work requests are all back (flushed), and the completion queue, which held its last
+// messages ahead of the disconnect, has been polled empty since. (Receives from a shared
+// queue hold no slot of the connection: only the empty queue says they are all in.)
+void Fabric::housekeeping(bool cq_drained) {
   for (auto& p : conns_) {
     Conn* c = p.get();
     if (!c->unsettled) continue;
-    if (c->remote_gone && c->state != Conn::State::Closed && c->slots.in_use() == 0)
+    if (c->remote_gone && c->state != Conn::State::Closed && c->slots.in_use() == 0 && cq_drained)
       fail(c, CmOutcome::ConnError, c->gone_failure, c->gone_why);
     if (c->state == Conn::State::Closed && c->slots.in_use() == 0 && !c->dreq_deferred) reap(c);
   }

@@ -106,7 +106,7 @@ class Fabric {
   void settle_setup(Conn* c);
   void mark_unsettled(Conn* c);
   void reap(Conn* c);
-  void housekeeping();
+  void housekeeping(bool cq_drained);
 
   // rdma_cm events (verbs_events.cpp).
   bool next_outcome(CmOutcome& out);
@@ -234,7 +234,7 @@ int Fabric::progress(Sink& sink) {
   for (int i = 0; i < n; ++i) complete(sink, wc, i, n);
   handled += n;
   if (unsettled_) {
-    housekeeping();
+    housekeeping(n < kBatch);
     CmOutcome o;
     while (!pending_.empty()) {
       o = pending_.pop();
