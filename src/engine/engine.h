@@ -242,6 +242,8 @@ class Engine {
 
   // Failures (engine_failure.h).
   void fail_link(Link<F>& l, int code, const std::string& why);
+  void check_refusals();
+  static constexpr auto kRefusalGrace = std::chrono::milliseconds(500);
   void fail_peer(Peer<F>& p, int code, const std::string& why);
   void fail_request(Req& r, int code);
   int error(int code, const std::string& what);
@@ -257,7 +259,8 @@ class Engine {
   uint32_t recv_buf_size_ = 0;
   uint64_t progress_calls_ = 0;
   uint32_t connecting_ = 0;
-  uint32_t failed_peers_ = 0;  // peers given up: receives from them fail at once
+  uint32_t failed_peers_ = 0;   // peers given up: receives from them fail at once
+  uint32_t refused_links_ = 0;  // links whose peer refused a READ (engine_failure.h)
 
   std::vector<Peer<F>> peers_;
   std::vector<std::unique_ptr<Link<F>>> graveyard_;  // closed links, kept for late completions

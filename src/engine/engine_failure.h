@@ -24,8 +24,33 @@ void Engine<F>::on_wr_error(void* user, uint64_t wr, fabric::Failure f, const ch
     default: l->sq.release(); break;
   }
   if (l->state.closed()) return;  // flushes after a failure we handled
-  fail_link(*l, f == fabric::Failure::RemoteAccess ? RDMX_ERR_PROTOCOL : RDMX_ERR_PEER_LOST,
-            "connection to rank " + std::to_string(l->peer->rank) + " failed: " + why);
+  std::string what = "connection to rank " + std::to_string(l->peer->rank) + " failed: " + why;
+  if (f == fabric::Failure::RemoteAccess) {
+    // A READ refused: a bad key or range (a protocol error), or a peer that is dying,
+    // whose memory is freed before its connection is torn down. Its disconnect, if it
+    // comes within kRefusalGrace, says which (check_refusals); what the refusal flushed
+    // meanwhile says nothing.
+    if (!l->refused) {
+      l->refused = true;
+      l->refused_at = std::chrono::steady_clock::now();
+      l->refusal = what;
+      ++refused_links_;
+    }
+    return;
+  }
+  if (l->refused && f == fabric::Failure::Flushed) return;
+  fail_link(*l, RDMX_ERR_PEER_LOST, what);
+}
+
+// Links whose peer refused a READ and did not go within the grace: a protocol error.
+template <fabric::Fabric F>
+void Engine<F>::check_refusals() {
+  auto now = std::chrono::steady_clock::now();
+  for (auto& p : peers_) {
+    Link<F>* l = p.link.get();
+    if (l && l->refused && now - l->refused_at > kRefusalGrace)
+      fail_link(*l, RDMX_ERR_PROTOCOL, l->refusal);
+  }
 }
 
 template <fabric::Fabric F>
@@ -43,6 +68,10 @@ template <fabric::Fabric F>
 void Engine<F>::fail_link(Link<F>& l, int code, const std::string& why) {
   if (l.state.closed()) return;
   if (l.state.connecting()) --connecting_;
+  if (l.refused) {
+    l.refused = false;
+    --refused_links_;
+  }
   l.state.set_closed();
   drop_segments(l);
   if (l.conn) fabric_.disconnect(l.conn);  // null when create_conn itself failed

@@ -113,8 +113,10 @@ int Engine<F>::add_peer(int32_t rank, const void* addr, size_t len) {
 
 template <fabric::Fabric F>
 inline int Engine<F>::progress() {
-  if (connecting_ && (++progress_calls_ & 63) == 0) [[unlikely]]
-    check_connect_timeouts();
+  if ((connecting_ | refused_links_) && (++progress_calls_ & 63) == 0) [[unlikely]] {
+    if (connecting_) check_connect_timeouts();
+    if (refused_links_) check_refusals();
+  }
   return fabric_.progress(*this);  // last: a tail call
 }
 

@@ -67,6 +67,11 @@ struct Link {
   SendSlots sq;
   uint32_t reads_outstanding = 0;
   List read_queue;  // receives with READs still to post
+  // The peer refused a READ (engine_failure.h): failed as a protocol error unless the
+  // connection turns out, within a grace, to have gone with the peer.
+  bool refused = false;
+  std::chrono::steady_clock::time_point refused_at{};
+  std::string refusal;
 
   // Receive buffers posted for this connection, registered once: in recv_mem, or where
   // the fabric placed them (a shared-memory segment the peer writes into).

@@ -255,6 +255,40 @@ TEST_F(LoopbackFaults, CorruptMessagesFailTheConnectionAndSayWhy) {
   }
 }
 
+// A READ the peer refuses (the RTS's key corrupted on the way) breaks the connection on
+// both sides, as it breaks both queue pairs of an RC connection: the reader's receive
+// fails with the peer's connection, saying it was refused, and the sender, waiting for
+// FIN, hears the connection end. (A refusal with no end of the connection within
+// kRefusalGrace would be a protocol error; over verbs a dying peer's memory can go
+// before its connection, and its disconnect then follows the refusal.)
+TEST_F(LoopbackFaults, ARefusedReadFailsTheConnectionOnBothSides) {
+  loopback::reset_faults();
+  run_world("loopback", 2,
+            [](Rank& r) {
+              uint64_t v = 7;
+              rdmx_request_t* q =
+                  r.rank == 0 ? isend(r, 1, 0, &v, sizeof v) : irecv(r, 0, 0, &v, sizeof v);
+              EXPECT_EQ(r.finish(q).error, RDMX_OK);
+              r.barrier();  // connected and quiet: the next SEND is rank 0's RTS
+              std::vector<uint8_t> big(100000, 3);
+              if (r.rank == 0) {
+                loopback::faults().corrupt_offset = 32 + 8;  // the RTS body's key
+                loopback::faults().corrupt_xor = 0x01;
+                loopback::faults().corrupt_at_send = loopback::faults().sends_posted + 1;
+                auto st = r.finish(isend(r, 1, 1, big.data(), big.size()), 10000);
+                EXPECT_EQ(st.error, RDMX_ERR_PEER_LOST);
+              } else {
+                auto st = r.finish(irecv(r, 0, 1, big.data(), big.size()), 10000);
+                EXPECT_EQ(st.error, RDMX_ERR_PEER_LOST);
+                std::string why = rdmx_last_error(r.ctx);
+                EXPECT_NE(why.find("rank 0"), std::string::npos) << why;
+                EXPECT_NE(why.find("refused"), std::string::npos) << why;
+              }
+              r.barrier();
+            },
+            {{"RDMX_EAGER_LIMIT", "4096"}, {"RDMX_MIDSIZE_LIMIT", "0"}});
+}
+
 // Two raw loopback endpoints, connected by hand: a reader, and an owner of memory.
 struct RawPair {
   struct Sink {
