@@ -202,13 +202,22 @@ static int mtl_rdmx_start_send(struct ompi_communicator_t* comm, int dest, int t
                     mtl_rdmx_send_buf(convertor, &r->buf, &r->length, &r->free_after)))
     return mtl_rdmx_fail_start(r, RDMX_ERR_NO_MEMORY);
   /* Buffered sends were already copied by the PML and ready sends need no handshake:
-   * both go as standard sends. */
-  uint32_t flags = MCA_PML_BASE_SEND_SYNCHRONOUS == mode ? RDMX_SEND_SYNC : 0;
+   * both go as standard sends. A send rdmx completes at once makes no rdmx request:
+   * it is finished here, without a callback, a queue or a release. */
+  uint32_t flags = RDMX_SEND_NO_REQUEST_IF_DONE;
+  if (MCA_PML_BASE_SEND_SYNCHRONOUS == mode) flags |= RDMX_SEND_SYNC;
   OPAL_THREAD_LOCK(&M->lock);
-  int rc = mtl_rdmx_end_call(rdmx_isend(M->ctx, peer, mtl_rdmx_cid(comm), tag, r->buf, r->length,
-                                        flags, mtl_rdmx_completed, r, &r->rreq),
-                             "rdmx_isend");
+  int rc = rdmx_isend(M->ctx, peer, mtl_rdmx_cid(comm), tag, r->buf, r->length, flags,
+                      mtl_rdmx_completed, r, &r->rreq);
+  bool done = RDMX_OK == rc && NULL == r->rreq;
+  rc = mtl_rdmx_end_call(rc, "rdmx_isend");
   if (OPAL_UNLIKELY(RDMX_OK != rc)) return mtl_rdmx_fail_start(r, rc);
+  if (OPAL_LIKELY(done)) {
+    r->status.error = RDMX_OK;
+    r->state = MTL_RDMX_COMPLETED;
+    r->next = NULL;
+    mtl_rdmx_finish(r);
+  }
   return OMPI_SUCCESS;
 }
 

@@ -68,6 +68,10 @@ typedef void (*rdmx_completion_fn)(rdmx_request_t* req, const rdmx_status_info_t
 
 /* Send flags. */
 #define RDMX_SEND_SYNC 0x1u /* complete only once the receiver has matched the message */
+/* A send that is complete when rdmx_isend returns (a small message that went straight
+ * onto an open connection) makes no request: *req is set to NULL and the callback is
+ * not called. Any other send makes its request as usual. */
+#define RDMX_SEND_NO_REQUEST_IF_DONE 0x2u
 
 /* Settings. Every RDMX_* setting is declared once inside rdmx; these calls describe
  * them (for tools, documentation and MPI parameters) and set them without text joined

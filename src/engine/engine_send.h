@@ -14,15 +14,15 @@ template <fabric::Fabric F>
 inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void* buf, uint64_t len,
                             uint32_t flags, rdmx_completion_fn cb, void* user, Req** out) {
   if (uint32_t(dest) >= uint32_t(size_) || tag == RDMX_ANY_TAG || null_with_length(buf, len) ||
-      (flags & ~RDMX_SEND_SYNC)) [[unlikely]]
+      (flags & ~(RDMX_SEND_SYNC | RDMX_SEND_NO_REQUEST_IF_DONE))) [[unlikely]]
     return send_arg_error(dest, tag, buf, len, flags);
   // The common case: a small message on an open connection with nothing waiting before
-  // it goes inline and is complete at once; its request only has to say so. (A peer
-  // with a link is neither this rank nor a failed one.)
+  // it goes inline and is complete at once; its request only has to say so, and the
+  // caller may ask for none. (A peer with a link is neither this rank nor a failed one.)
   Peer<F>& p = peers_[size_t(dest)];
   Link<F>* l = p.link.get();
   // (inline_eager_below is 0 unless the link is open and may send.)
-  if (l && !flags && !p.pending && len < l->state.inline_eager_below() &&
+  if (l && !(flags & RDMX_SEND_SYNC) && !p.pending && len < l->state.inline_eager_below() &&
       l->credits.available() > 0 && l->sq.has_room()) [[likely]] {
     wire::Header h = header(wire::Type::Eager, cid, tag, len);
     fabric::Sge sge[2];
@@ -34,6 +34,10 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
     sge[1].desc = nullptr;
     if (post_inline(*l, h, sge, len ? 2 : 1, false)) [[likely]] {
       ++stats_.eager_sends;
+      if (flags & RDMX_SEND_NO_REQUEST_IF_DONE) {
+        *out = nullptr;
+        return RDMX_OK;
+      }
       Req& r = *requests_.get();
       r.kind = Req::Kind::Send;
       r.state = Req::State::Done;
@@ -45,7 +49,7 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
   }
   Req& r = new_request(Req::Kind::Send, cb, user, const_cast<void*>(buf), len, dest, cid, tag);
   r.status = {dest, tag, len, len, RDMX_OK};
-  r.sync = flags & RDMX_SEND_SYNC;
+  r.sync = (flags & RDMX_SEND_SYNC) != 0;
   r.sent = 0;
   *out = &r;
   return isend_slow(p, r);
@@ -105,8 +109,8 @@ int Engine<F>::send_arg_error(int32_t dest, int32_t tag, const void* buf, uint64
     return error(RDMX_ERR_INVALID, "isend: RDMX_ANY_TAG is not a valid tag for a send");
   if (!buf && len)
     return error(RDMX_ERR_INVALID, "isend: a null buffer with length " + std::to_string(len));
-  return error(RDMX_ERR_INVALID,
-               "isend: unknown flags " + std::to_string(flags) + " (accepted: RDMX_SEND_SYNC)");
+  return error(RDMX_ERR_INVALID, "isend: unknown flags " + std::to_string(flags) +
+                                     " (accepted: RDMX_SEND_SYNC, RDMX_SEND_NO_REQUEST_IF_DONE)");
 }
 
 // Puts r on the wire if the link allows it now (taking it off the backlog if it was

@@ -131,6 +131,52 @@ TEST_P(EngineTest, ChunkedReadsStayWithinInitiatorDepth) {
   }
 }
 
+// A send that is complete on return makes no request when asked not to; any other
+// makes one (before the connection, above the inline size, synchronous).
+TEST_P(EngineTest, InlineSendsNeedNoRequest) {
+  run(2, [](Rank& r) {
+    constexpr uint32_t kNoReq = RDMX_SEND_NO_REQUEST_IF_DONE;
+    std::vector<uint8_t> big(50000);
+    fill(big, 4);
+    uint64_t v[3] = {1, 2, 3};
+    if (r.rank == 0) {
+      rdmx_request_t* q = nullptr;
+      // Not connected yet: the send waits, so it has a request.
+      ASSERT_EQ(rdmx_isend(r.ctx, 1, 0, 1, &v[0], 8, kNoReq, nullptr, nullptr, &q), RDMX_OK);
+      ASSERT_NE(q, nullptr);
+      EXPECT_EQ(r.finish(q).error, RDMX_OK);
+      r.barrier();                                // connected, and the receiver has posted the rest
+      q = reinterpret_cast<rdmx_request_t*>(&v);  // overwritten with NULL
+      ASSERT_EQ(rdmx_isend(r.ctx, 1, 0, 2, &v[1], 8, kNoReq, nullptr, nullptr, &q), RDMX_OK);
+      EXPECT_EQ(q, nullptr) << "a small send on an open connection completes at once";
+      v[1] = 99;  // the buffer is free again
+      ASSERT_EQ(rdmx_isend(r.ctx, 1, 0, 3, big.data(), big.size(), kNoReq, nullptr, nullptr, &q),
+                RDMX_OK);
+      ASSERT_NE(q, nullptr);
+      EXPECT_EQ(r.finish(q).error, RDMX_OK);
+      ASSERT_EQ(rdmx_isend(r.ctx, 1, 0, 4, &v[2], 8, kNoReq | RDMX_SEND_SYNC, nullptr, nullptr, &q),
+                RDMX_OK);
+      ASSERT_NE(q, nullptr);
+      EXPECT_EQ(r.finish(q).error, RDMX_OK);
+      EXPECT_EQ(rdmx_isend(r.ctx, 1, 0, 5, &v[2], 8, 0x80, nullptr, nullptr, &q), RDMX_ERR_INVALID);
+      EXPECT_NE(std::string(rdmx_last_error(r.ctx)).find("RDMX_SEND_NO_REQUEST_IF_DONE"),
+                std::string::npos);
+    } else {
+      uint64_t got[3] = {};
+      std::vector<uint8_t> in(big.size());
+      EXPECT_EQ(r.finish(irecv(r, 0, 1, &got[0], 8)).error, RDMX_OK);
+      rdmx_request_t* q[3] = {irecv(r, 0, 2, &got[1], 8), irecv(r, 0, 3, in.data(), in.size()),
+                              irecv(r, 0, 4, &got[2], 8)};
+      r.barrier();
+      for (auto* x : q) EXPECT_EQ(r.finish(x).error, RDMX_OK);
+      EXPECT_EQ(got[0], 1u);
+      EXPECT_EQ(got[1], 2u);
+      EXPECT_EQ(got[2], 3u);
+      EXPECT_TRUE(check(in.data(), in.size(), 4));
+    }
+  });
+}
+
 TEST_P(EngineTest, TruncationKeepsWhatFits) {
   run(2, [](Rank& r) {
     for (uint64_t size : {uint64_t(100), uint64_t(200000)}) {
