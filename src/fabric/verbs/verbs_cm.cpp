@@ -256,11 +256,11 @@ void Fabric::peer_gone(Conn* c, fabric::Failure f, std::string why) {
   mark_unsettled(c);
 }
 
-void Fabric::device_removed() {
+void Fabric::device_removed() { device_failed("the RDMA device " + dev_.name() + " was removed"); }
+
+void Fabric::device_failed(const std::string& why) {
   device_dead_ = true;
-  for (auto& c : conns_)
-    fail(c.get(), CmOutcome::ConnError, fabric::Failure::DeviceRemoved,
-         "the RDMA device " + dev_.name() + " was removed");
+  for (auto& c : conns_) fail(c.get(), CmOutcome::ConnError, fabric::Failure::DeviceRemoved, why);
 }
 
 void Fabric::reap(Conn* c) {

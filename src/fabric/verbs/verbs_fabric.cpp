@@ -21,6 +21,8 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
     return RDMX_ERR_UNSUPPORTED;
   }
   if (int rc = dev_.open(s, err)) return rc;
+  async_events::subscribe(dev_.context(), this);
+  async_subscribed_ = true;
   const DeviceLimits& lim = dev_.limits();
   init_cap_ = std::min<uint32_t>(lim.max_qp_init_rd_atom, uint32_t(s.max_rd_atomic));
   resp_cap_ = std::min<uint32_t>(lim.max_qp_rd_atom, uint32_t(s.max_rd_atomic));
@@ -50,6 +52,7 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
 }
 
 Fabric::~Fabric() {
+  if (async_subscribed_) async_events::unsubscribe(dev_.context(), this);
   if (!dev_.cq()) return;
   // Disconnect, drain, destroy: every connection is told to end and its queue pair
   // flushed; the flushes are collected for a bounded time; then queue pairs and ids go,

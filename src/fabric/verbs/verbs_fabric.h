@@ -23,6 +23,7 @@
 #include "container/ring.h"
 #include "core/log.h"
 #include "fabric/fabric.h"
+#include "fabric/verbs/verbs_async.h"
 #include "fabric/verbs/verbs_conn.h"
 #include "fabric/verbs/verbs_device.h"
 #include "rdmx/rdmx.h"
@@ -103,6 +104,11 @@ class Fabric {
   void close(Conn* c);
   void peer_gone(Conn* c, fabric::Failure f, std::string why);
   void device_removed();
+  void device_failed(const std::string& why);
+
+  // The device's asynchronous events (verbs_device_events.cpp).
+  void take_async_events();
+  void on_async_event(const AsyncEvent& e);
   void settle_setup(Conn* c);
   void mark_unsettled(Conn* c);
   void reap(Conn* c);
@@ -150,8 +156,12 @@ class Fabric {
   uint32_t in_setup_ = 0;   // connections between create_conn and established or closed
   uint32_t unsettled_ = 0;  // closed or gone connections not reaped yet
   bool device_dead_ = false;
-  bool cq_armed_ = false;  // a completion will raise an event on the completion channel
-  bool cm_kick_ = false;   // wait() saw the rdma_cm channel readable: read it next progress
+  bool cq_armed_ = false;    // a completion will raise an event on the completion channel
+  bool cm_kick_ = false;     // wait() saw the rdma_cm channel readable: read it next progress
+  bool async_kick_ = false;  // wait() saw the device's event descriptor readable
+  bool async_subscribed_ = false;
+  uint32_t async_calls_ = 0;
+  std::vector<AsyncEvent> async_inbox_;
 
   std::vector<std::unique_ptr<Conn>> conns_;
   std::unordered_map<uint32_t, Conn*> by_qp_num_;  // for shared receives
@@ -233,6 +243,9 @@ int Fabric::progress(Sink& sink) {
   if (n < 0) return RDMX_ERR_FABRIC;
   for (int i = 0; i < n; ++i) complete(sink, wc, i, n);
   handled += n;
+  // The device's own events: one look in 256 calls, or at once when wait() saw one.
+  if (async_kick_ || (++async_calls_ & 255) == 0) [[unlikely]]
+    take_async_events();
   if (unsettled_) {
     housekeeping(n < kBatch);
     CmOutcome o;

@@ -1,7 +1,7 @@
 // Sleeping until the device has something: the completion channel, armed with
 // ibv_req_notify_cq one call before the sleep (so that the caller polls the queue once
 // more after arming and nothing that arrived in between is slept through), and the
-// rdma_cm event channel.
+// rdma_cm event channel, and the device's asynchronous event descriptor.
 #include <poll.h>
 
 #include <cerrno>
@@ -18,8 +18,10 @@ int Fabric::wait(int timeout_ms) {
     return RDMX_OK;
   }
   ibv_comp_channel* cc = dev_.comp_channel();
-  pollfd fds[2] = {{cc->fd, POLLIN, 0}, {dev_.channel()->fd, POLLIN, 0}};
-  if (poll(fds, 2, timeout_ms) < 0 && errno != EINTR) return RDMX_ERR_FABRIC;
+  pollfd fds[3] = {
+      {cc->fd, POLLIN, 0}, {dev_.channel()->fd, POLLIN, 0}, {dev_.context()->async_fd, POLLIN, 0}};
+  if (poll(fds, 3, timeout_ms) < 0 && errno != EINTR) return RDMX_ERR_FABRIC;
+  if (fds[2].revents & POLLIN) async_kick_ = true;
   if (fds[0].revents & POLLIN) {
     ibv_cq* cq = nullptr;
     void* ctx = nullptr;

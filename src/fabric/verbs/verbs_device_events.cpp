@@ -1,0 +1,63 @@
+// What this context does with the device's asynchronous events (verbs_async.h): a
+// queue pair, port or device failure ends the connections it touches at once, with a
+// message naming the device, the port and the event, instead of leaving them to time
+// out; COMM_EST is passed to rdma_cm; the rest is logged.
+#include <string>
+
+#include "core/log.h"
+#include "fabric/verbs/verbs_fabric.h"
+
+namespace rdmx::verbs {
+
+void Fabric::take_async_events() {
+  async_kick_ = false;
+  ibv_context* ctx = dev_.context();
+  if (!ctx) return;
+  async_events::poll(ctx, this, async_inbox_);
+  for (const AsyncEvent& e : async_inbox_) on_async_event(e);
+}
+
+void Fabric::on_async_event(const AsyncEvent& e) {
+  std::string where = "device " + dev_.name();
+  if (e.for_port()) where += " port " + std::to_string(e.port_num);
+  if (e.for_qp()) {
+    Conn* c = nullptr;
+    for (auto& p : conns_)
+      if (p->qp && p->qp->qp_num == e.qp_num) c = p.get();
+    if (!c) return;  // another context's queue pair, or one already gone
+    switch (e.type) {
+      case IBV_EVENT_COMM_EST:
+        if (c->id) rdma_notify(c->id.get(), IBV_EVENT_COMM_EST);
+        return;
+      case IBV_EVENT_QP_FATAL:
+      case IBV_EVENT_QP_REQ_ERR:
+      case IBV_EVENT_QP_ACCESS_ERR:
+      case IBV_EVENT_PATH_MIG_ERR:
+        fail(c, CmOutcome::ConnError, fabric::Failure::Other,
+             where + ": " + e.what() + " on the connection with " + c->peer);
+        return;
+      default:
+        RDMX_LOG(LogLevel::Debug, rank_, "verbs: %s: %s on the connection with %s", where.c_str(),
+                 e.what(), c->peer.c_str());
+        return;
+    }
+  }
+  switch (e.type) {
+    case IBV_EVENT_PORT_ERR:
+      if (dev_.listener() && e.port_num != dev_.listener()->port_num) return;
+      RDMX_LOG(LogLevel::Warn, rank_, "verbs: %s: %s", where.c_str(), e.what());
+      for (auto& p : conns_)
+        fail(p.get(), CmOutcome::ConnError, fabric::Failure::Disconnected,
+             where + ": " + e.what() + "; the connection with " + p->peer + " is lost");
+      return;
+    case IBV_EVENT_DEVICE_FATAL:
+    case IBV_EVENT_CQ_ERR:
+    case IBV_EVENT_SRQ_ERR:
+      RDMX_LOG(LogLevel::Error, rank_, "verbs: %s: %s", where.c_str(), e.what());
+      device_failed(where + ": " + e.what());
+      return;
+    default: RDMX_LOG(LogLevel::Info, rank_, "verbs: %s: %s", where.c_str(), e.what());
+  }
+}
+
+}  // namespace rdmx::verbs
