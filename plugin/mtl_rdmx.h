@@ -58,6 +58,7 @@ typedef struct mtl_rdmx_module {
   bool sleep_when_idle;   /* RDMX_IDLE=sleep */
   bool secret_from_modex; /* the job secret is rank 0's, read from the modex */
   bool secret_set;        /* rdmx_set_job_secret done */
+  bool release_hook;      /* opal's memory release hook forwards to rdmx_memory_released */
 } mtl_rdmx_module_t;
 
 /* The modex key under which rank 0 publishes the job secret. */
@@ -116,6 +117,9 @@ static inline int mtl_rdmx_comm_rank(struct ompi_communicator_t* comm, int32_t w
   if (OPAL_LIKELY(NULL != c)) return c->identity ? world_rank : c->from_world[world_rank];
   return mtl_rdmx_comm_rank_slow(comm, world_rank);
 }
+
+/* Stops forwarding opal's memory release hook (mtl_rdmx_component.c). */
+void mtl_rdmx_release_hook_off(void);
 
 END_C_DECLS
 

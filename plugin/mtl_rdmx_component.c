@@ -17,6 +17,8 @@
 #include "ompi/proc/proc.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_var_enum.h"
+#include "opal/mca/memory/base/base.h"
+#include "opal/memoryhooks/memory.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
@@ -315,6 +317,47 @@ static void mtl_rdmx_choose_idle(rdmx_settings_t* s) {
   ompi_mtl_rdmx.sleep_when_idle = 0 == strcmp(chosen, "sleep");
 }
 
+/* Memory about to go back to the system, as opal's memory hooks see it: its patcher
+ * catches munmap, mremap, madvise, brk and what free() returns, in every library of the
+ * process, which rdmx's own interposition (librdmx's munmap and friends) cannot. */
+static void mtl_rdmx_memory_released(void* buf, size_t length, void* cbdata, bool from_alloc) {
+  (void)cbdata;
+  (void)from_alloc;
+  rdmx_memory_released(buf, length);
+}
+
+/* The registration cache pins pages on verbs, so rdmx keeps it off there by default
+ * (RDMX_RCACHE=auto) unless every release of memory is reported. Where opal's hooks see
+ * every release (munmap and free), they are forwarded, and auto becomes on. Open MPI
+ * installs the hooks (the memory framework's patcher) only for a component that opens
+ * the framework, as the ucx and ofi components do. */
+static void mtl_rdmx_choose_rcache(rdmx_settings_t* s) {
+  const int all = OPAL_MEMORY_FREE_SUPPORT | OPAL_MEMORY_MUNMAP_SUPPORT;
+  int level = OPAL_SUCCESS == mca_base_framework_open(&opal_memory_base_framework, 0)
+                  ? opal_mem_hooks_support_level()
+                  : 0;
+  mtl_rdmx_module_t* m = &ompi_mtl_rdmx;
+  m->release_hook = (level & all) == all &&
+                    OPAL_SUCCESS == opal_mem_hooks_register_release(mtl_rdmx_memory_released, NULL);
+  const mtl_rdmx_param_t* p = mtl_rdmx_param("RDMX_RCACHE");
+  const char* chosen =
+      p && mtl_rdmx_user_set(p->index) ? mtl_rdmx_param_text(p) : getenv("RDMX_RCACHE");
+  if (m->release_hook && (NULL == chosen || 0 == strcmp(chosen, "auto")))
+    rdmx_settings_set(s, "RDMX_RCACHE", "on");
+  opal_output_verbose(2, m->output,
+                      "mtl rdmx: opal memory hooks support level %#x: %s; RDMX_RCACHE=%s", level,
+                      m->release_hook ? "releases forwarded to rdmx" : "not used",
+                      m->release_hook && (NULL == chosen || 0 == strcmp(chosen, "auto"))
+                          ? "on"
+                          : (chosen ? chosen : "auto"));
+}
+
+void mtl_rdmx_release_hook_off(void) {
+  if (!ompi_mtl_rdmx.release_hook) return;
+  opal_mem_hooks_unregister_release(mtl_rdmx_memory_released);
+  ompi_mtl_rdmx.release_hook = false;
+}
+
 /* Called through mtl_rdmx_component_init (mtl_rdmx_compat.h), in this Open MPI's shape. */
 mca_mtl_base_module_t* mtl_rdmx_init(bool enable_progress_threads, bool enable_mpi_threads) {
   mtl_rdmx_module_t* m = &ompi_mtl_rdmx;
@@ -331,6 +374,7 @@ mca_mtl_base_module_t* mtl_rdmx_init(bool enable_progress_threads, bool enable_m
   }
   mtl_rdmx_choose_idle(settings);
   mtl_rdmx_choose_auth(settings);
+  mtl_rdmx_choose_rcache(settings);
 
   const opal_process_name_t* me = &ompi_proc_local()->super.proc_name;
   rdmx_init_params_t params;
@@ -347,6 +391,7 @@ mca_mtl_base_module_t* mtl_rdmx_init(bool enable_progress_threads, bool enable_m
   int rc = rdmx_init(&params, &m->ctx);
   rdmx_settings_free(settings);
   if (RDMX_OK != rc) {
+    mtl_rdmx_release_hook_off();
     mtl_rdmx_report_init_failure(rc);
     m->ctx = NULL;
     return NULL;
@@ -358,6 +403,7 @@ mca_mtl_base_module_t* mtl_rdmx_init(bool enable_progress_threads, bool enable_m
     opal_show_help(MTL_RDMX_HELP_FILE, "modex failed", true, ompi_process_info.nodename, m->rank,
                    "publishing this process's rdmx address", ret);
     rdmx_finalize(m->ctx);
+    mtl_rdmx_release_hook_off();
     m->ctx = NULL;
     return NULL;
   }
@@ -365,6 +411,7 @@ mca_mtl_base_module_t* mtl_rdmx_init(bool enable_progress_threads, bool enable_m
   m->peer_added = calloc((size_t)m->size, 1);
   if (NULL == m->peer_added) {
     rdmx_finalize(m->ctx);
+    mtl_rdmx_release_hook_off();
     m->ctx = NULL;
     return NULL;
   }

@@ -152,6 +152,12 @@ typedef struct rdmx_stats {
   uint64_t unexpected;            /* messages that arrived before their receive */
   uint64_t connections;
   uint64_t segmented_sends; /* mid-size messages sent in segments (RDMX_MIDSIZE_LIMIT) */
+  /* Rendezvous buffers and the registration cache (RDMX_RCACHE). */
+  uint64_t rcache_hits;          /* a cached registration covered the buffer */
+  uint64_t rcache_misses;        /* none did: registered (and cached) */
+  uint64_t rcache_evictions;     /* unused registrations dropped beyond RDMX_RCACHE_SIZE */
+  uint64_t rcache_invalidations; /* registrations dropped because their memory went */
+  uint64_t rcache_registrations; /* memory registrations made for rendezvous, cached or not */
 } rdmx_stats_t;
 
 RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);
@@ -209,6 +215,13 @@ RDMX_API int rdmx_progress(rdmx_context_t* ctx);
 RDMX_API int rdmx_wait_event(rdmx_context_t* ctx, int timeout_ms);
 
 RDMX_API int rdmx_get_stats(rdmx_context_t* ctx, rdmx_stats_t* stats);
+/* Tells rdmx that [addr, addr + len) is about to be unmapped, remapped or discarded:
+ * cached registrations of those pages are dropped in every context before they are
+ * used again (RDMX_RCACHE). Callable from any thread, also from a signal handler; it
+ * takes no lock and allocates nothing. A memory hook that sees every release (Open MPI's
+ * opal_mem_hooks_register_release, which the component uses) calls it before the memory
+ * goes. */
+RDMX_API void rdmx_memory_released(const void* addr, size_t len);
 RDMX_API const char* rdmx_fabric_name(rdmx_context_t* ctx);
 /* Gives the context the job secret (16 to 64 bytes, the same on every rank and known to
  * no one else), before its first connection: connections then prove membership with it

@@ -12,6 +12,7 @@
 #include "api/context.h"
 #include "api/settings_object.h"
 #include "core/log.h"
+#include "core/mem_release.h"
 #include "core/settings.h"
 #include "engine/request.h"
 #include "rdmx/rdmx.h"
@@ -229,6 +230,8 @@ int rdmx_get_stats(rdmx_context_t* ctx, rdmx_stats_t* stats) {
   *stats = ctx->impl->stats();
   return RDMX_OK;
 }
+
+void rdmx_memory_released(const void* addr, size_t len) { rdmx::core::ReleaseLog::note(addr, len); }
 
 int32_t rdmx_context_rank(rdmx_context_t* ctx) { return ctx ? ctx->impl->rank() : -1; }
 

@@ -11,6 +11,7 @@ constexpr int64_t kGiB = int64_t(1) << 30;
 constexpr const char* kFabrics[] = {"auto", "loopback", "verbs", "ofi", "shm", nullptr};
 constexpr const char* kIdle[] = {"sleep", "spin", nullptr};
 constexpr const char* kAuth[] = {"auto", "job-key", "secret", nullptr};
+constexpr const char* kRcache[] = {"auto", "on", "off", nullptr};
 
 bool is_secret_hex(const std::string& v) {
   if (v.size() < 32 || v.size() > 128 || v.size() % 2) return false;
@@ -119,6 +120,24 @@ constexpr SettingDecl kDecls[] = {
              "wait object, or keep polling (over libfabric tcp the wait object costs about 1 us "
              "per message); the Open MPI component polls unless this says sleep",
      .store_text = store_text<&Settings::idle>},
+    {.name = "RDMX_RCACHE",
+     .type = RDMX_SETTING_CHOICE,
+     .def_text = "auto",
+     .choices = kRcache,
+     .help = "keep rendezvous buffers registered after their message (a registration cache), "
+             "dropped when their memory is unmapped (docs/architecture.md); auto = on where "
+             "the fabric reads memory by address at the time of the read (loopback, shm, "
+             "libfabric tcp), off where registering pins pages (verbs) unless every release of "
+             "memory is reported (the Open MPI component turns it on with opal's memory hooks)",
+     .store_text = store_text<&Settings::rcache>},
+    {.name = "RDMX_RCACHE_SIZE",
+     .type = RDMX_SETTING_INT,
+     .def = 256 << 20,
+     .min = 0,
+     .max = int64_t(1) << 40,
+     .help = "bytes the registration cache keeps registered; beyond that the least recently "
+             "used registrations no message holds are dropped",
+     .store_int = store_int<&Settings::rcache_size>},
     {.name = "RDMX_AUTH",
      .type = RDMX_SETTING_CHOICE,
      .def_text = "auto",

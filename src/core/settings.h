@@ -28,6 +28,8 @@ struct Settings {
   std::string auth;              // RDMX_AUTH: auto|job-key|secret
   std::string job_secret;        // RDMX_JOB_SECRET (hex), secret
   std::string idle;              // RDMX_IDLE: sleep|spin
+  std::string rcache;            // RDMX_RCACHE: auto|on|off
+  uint64_t rcache_size;          // RDMX_RCACHE_SIZE (bytes)
   uint64_t loopback_rd_atom;     // RDMX_LOOPBACK_DEVICE_RD_ATOM
   uint64_t loopback_max_inline;  // RDMX_LOOPBACK_MAX_INLINE
   std::string shm;               // RDMX_SHM: auto|on|off

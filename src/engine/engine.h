@@ -18,6 +18,7 @@
 #include "core/aligned_buffer.h"
 #include "core/settings.h"
 #include "engine/link.h"
+#include "engine/rcache.h"
 #include "engine/request.h"
 #include "fabric/fabric.h"
 #include "match/posted_queue.h"
@@ -239,6 +240,13 @@ class Engine {
                   const RemoteData& remote);
   void schedule_reads(Link<F>& l);
   void finish_read(Req& r);
+  // Rendezvous buffers through the registration cache (rcache.h).
+  int register_buffer(Req& r, uint64_t len, uint32_t access, std::string& err);
+  void unregister(Req& r) {
+    if (!r.reg) return;
+    rcache_.release(r.reg);
+    r.reg = nullptr;
+  }
 
   // Failures (engine_failure.h).
   void fail_link(Link<F>& l, int code, const std::string& why);
@@ -282,6 +290,8 @@ class Engine {
 
   rdmx_stats_t stats_{};
   std::string last_error_;
+
+  RegCache<F> rcache_;  // cleared by ~Engine, while the fabric is there
 
   F fabric_;  // last: destroyed first, before the memory it may still touch
 };

@@ -118,10 +118,7 @@ void Engine<F>::fail_request(Req& r, int code) {
   if (r.state == Req::State::Posted) posted_.remove(r);
   r.queue_node.unlink();
   r.peer_node.unlink();
-  if (r.registered) {
-    fabric_.dereg(r.region);
-    r.registered = false;
-  }
+  unregister(r);
   // A send's status was set when it was made, a rendezvous or mid-size receive's when it
   // matched.
   if (r.kind == Req::Kind::Recv && r.state != Req::State::Reading &&

@@ -260,10 +260,7 @@ void Engine<F>::handle_done(Link<F>& l, const wire::Header& h, const uint8_t* b,
     return;
   }
   r->peer_node.unlink();
-  if (r->registered) {
-    fabric_.dereg(r->region);
-    r->registered = false;
-  }
+  unregister(*r);
   complete(*r);
 }
 
@@ -298,7 +295,7 @@ inline typename Engine<F>::Req& Engine<F>::new_request(typename Req::Kind kind,
                                                        rdmx_completion_fn cb, void* user, void* buf,
                                                        uint64_t len, int32_t peer, uint32_t cid,
                                                        int32_t tag) {
-  Req& r = *requests_.get();  // comes with registered false and its lists unlinked
+  Req& r = *requests_.get();  // comes with no registration and its lists unlinked
   r.kind = kind;
   r.state = Req::State::Idle;
   r.sync = false;

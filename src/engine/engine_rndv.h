@@ -30,14 +30,13 @@ void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint
     return;
   }
   std::string err;
-  if (int rc = fabric_.reg(r.buf, r.read_len, fabric::kLocalWrite, r.region, err)) {
+  if (int rc = register_buffer(r, r.read_len, fabric::kLocalWrite, err)) {
     error(rc,
           "registering a " + std::to_string(r.read_len) + "-byte receive buffer failed: " + err);
     queue_control(p, wire::Type::Fin, remote.sender_request);  // release the sender anyway
     fail_request(r, rc);
     return;
   }
-  r.registered = true;
   r.peer_node.owner = &r;
   r.peer_node.push_back(p.inflight);
   r.queue_node.owner = &r;
@@ -53,7 +52,7 @@ void Engine<F>::schedule_reads(Link<F>& l) {
     Req& r = *static_cast<Req*>(l.read_queue.first->owner);
     uint64_t chunk = std::min(max_chunk, r.read_len - r.read_posted);
     auto* dst = static_cast<uint8_t*>(r.buf) + r.read_posted;
-    int rc = fabric_.read(l.conn, dst, chunk, r.region, r.remote.address + r.read_posted,
+    int rc = fabric_.read(l.conn, dst, chunk, r.reg->region, r.remote.address + r.read_posted,
                           r.remote.key, wr_id(kWrRead, ObjectPool<Req>::id_of(&r)));
     if (rc == RDMX_ERR_AGAIN) return;  // the fabric is full: retried on a completion
     if (rc) {
@@ -89,10 +88,16 @@ void Engine<F>::on_read_done(void* user, uint64_t wr) {
 template <fabric::Fabric F>
 void Engine<F>::finish_read(Req& r) {
   r.peer_node.unlink();
-  fabric_.dereg(r.region);
-  r.registered = false;
+  unregister(r);
   queue_control(*r.link->peer, wire::Type::Fin, r.remote.sender_request);
   complete(r);
+}
+
+template <fabric::Fabric F>
+int Engine<F>::register_buffer(Req& r, uint64_t len, uint32_t access, std::string& err) {
+  int rc = RDMX_OK;
+  r.reg = rcache_.acquire(r.buf, len, access, rc, err);
+  return rc;
 }
 
 }  // namespace rdmx::engine

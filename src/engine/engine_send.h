@@ -92,10 +92,9 @@ int Engine<F>::isend_slow(Peer<F>& p, Req& r) {
 template <fabric::Fabric F>
 int Engine<F>::register_send(Peer<F>& p, Req& r) {
   std::string err;
-  if (int rc = fabric_.reg(r.buf, r.len, fabric::kRemoteRead, r.region, err))
+  if (int rc = register_buffer(r, r.len, fabric::kRemoteRead, err))
     return error(rc, "isend: registering " + std::to_string(r.len) + " bytes for rank " +
                          std::to_string(p.rank) + " failed: " + err);
-  r.registered = true;
   return RDMX_OK;
 }
 
@@ -121,17 +120,17 @@ inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
   if (!can_send(l)) return false;
   // Above the link's eager limit: in segments, or by rendezvous (registered here if it
   // was queued before the link was open; failing completes r with the error).
-  if (!r.registered && r.len > l.eager_limit) [[unlikely]] {
+  if (!r.reg && r.len > l.eager_limit) [[unlikely]] {
     if (goes_in_segments(l, r)) return transmit_segments(p, r);
     if (int rc = register_send(p, r)) {
       fail_request(r, rc);
       return true;
     }
   }
-  wire::Header h = header(r.registered ? wire::Type::Rts : wire::Type::Eager, r.cid, r.tag, r.len);
+  wire::Header h = header(r.reg ? wire::Type::Rts : wire::Type::Eager, r.cid, r.tag, r.len);
   uint64_t id = ObjectPool<Req>::id_of(&r);
   bool sent;
-  if (!r.registered) {
+  if (!r.reg) {
     wire::ReqRef ref{id};
     if (r.sync) h.flags = wire::kSync;
     sent = post(l, h, r.sync ? &ref : nullptr, r.sync ? sizeof ref : 0, r.buf, r.len, false);
@@ -147,10 +146,11 @@ inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
       }
     }
   } else {
-    wire::RtsBody rts{r.region.remote_address(r.buf), r.region.key(), id};
+    const typename F::Region& region = r.reg->region;
+    wire::RtsBody rts{region.remote_address(r.buf), region.key(), id};
     // A fabric of several (composite) says what the peer on this link reads by.
-    if constexpr (requires { fabric_.remote_ref(l.conn, r.region, r.buf); })
-      std::tie(rts.address, rts.key) = fabric_.remote_ref(l.conn, r.region, r.buf);
+    if constexpr (requires { fabric_.remote_ref(l.conn, region, r.buf); })
+      std::tie(rts.address, rts.key) = fabric_.remote_ref(l.conn, region, r.buf);
     sent = post(l, h, &rts, sizeof rts, nullptr, 0, false);
     if (sent) {
       ++stats_.rndv_sends;

@@ -45,6 +45,11 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
   }
   int rc = fabric_.open(s, rank, err);
   if (rc) return rc;
+  // The registration cache is safe by default only where a stale registration is
+  // harmless: the fabric reads by virtual address when the read happens.
+  bool pins = true;
+  if constexpr (requires { fabric_.pins_memory(); }) pins = fabric_.pins_memory();
+  rcache_.init(fabric_, s.rcache == "on" || (s.rcache == "auto" && !pins), s.rcache_size, &stats_);
   // Bounce buffers (and a shared receive queue's) hold the largest eager message of any
   // link.
   max_eager_limit_ = s.eager_limit >= 0 ? uint64_t(s.eager_limit) : fabric::kDefaultEagerLimit;
@@ -153,6 +158,7 @@ Engine<F>::~Engine() {
   for (auto& l : graveyard_) l->recv_reg.reset();
   bounce_reg_.reset();
   shared_reg_.reset();
+  rcache_.clear();
 }
 
 template <fabric::Fabric F>

@@ -5,6 +5,7 @@
 
 #include "container/object_pool.h"
 #include "container/payload_pool.h"
+#include "engine/rcache.h"
 #include "match/posted_queue.h"
 #include "match/unexpected_queue.h"
 #include "rdmx/rdmx.h"
@@ -38,8 +39,7 @@ struct RequestBase : PostedEntry {
   Kind kind = Kind::Send;
   State state = State::Idle;
   bool sync = false;
-  bool freed = false;       // the user let go; recycle on completion
-  bool registered = false;  // region is live (never true while the request is pooled)
+  bool freed = false;  // the user let go; recycle on completion
   rdmx_completion_fn cb = nullptr;
   void* user = nullptr;
   rdmx_status_info_t status{};
@@ -67,7 +67,8 @@ struct RequestBase : PostedEntry {
 
 template <class F>
 struct Request : RequestBase, PoolLinks<Request<F>> {
-  typename F::Region region{};
+  // Rendezvous: the registration held (never while the request is pooled).
+  typename RegCache<F>::Entry* reg = nullptr;
   Link<F>* link = nullptr;  // recv: the link being read from
 };
 

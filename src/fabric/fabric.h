@@ -101,6 +101,13 @@ struct SinkArchetype {
   void on_wr_error(void* user, uint64_t wr, Failure, const char* why);
 };
 
+// Registrations: a region covers [addr, addr + len) as it was mapped when registered.
+// Optionally, bool pins_memory() const says whether that matters: true (the default when
+// a backend says nothing) if the device holds the pages the range mapped then, so that a
+// registration outliving an munmap reads or writes the wrong pages; false if reads go
+// through the virtual addresses when they happen (the registration cache, engine/rcache.h,
+// is then safe without being told of released memory).
+
 // Blocking until there is work: wait(timeout_ms) returns once progress() may find a
 // completion or a connection event, or after timeout_ms (0: do not block), whichever
 // comes first; it may return early, and never blocks longer. A backend whose wakeup

@@ -160,6 +160,10 @@ class Fabric {
     if (r.shm_live_) shm_.dereg(r.shm_);
     r.shm_live_ = false;
   }
+  bool pins_memory() const {
+    if constexpr (requires { net_.pins_memory(); }) return net_.pins_memory();
+    return true;
+  }
   // What a rendezvous tells the peer on c about the buffer p of region r.
   std::pair<uint64_t, uint64_t> remote_ref(const Conn* c, const Region& r, const void* p) const {
     if (c->shm) return {r.shm_.remote_address(p), r.shm_.key()};

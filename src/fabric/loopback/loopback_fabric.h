@@ -50,6 +50,8 @@ class Fabric {
 
   int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err);
   void dereg(Region& r);
+  // Reads copy from the peer's virtual addresses when they happen: nothing is pinned.
+  bool pins_memory() const { return false; }
 
   int post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r);
   int send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr);

@@ -191,6 +191,9 @@ class Fabric {
 
   int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err);
   void dereg(Region& r);
+  // The tcp provider serves a READ from the virtual address when it arrives; other
+  // providers register with the device, which pins the pages.
+  bool pins_memory() const { return !tcp(); }
 
   // The limits this fabric suggests (RDMX_EAGER_LIMIT=-1, RDMX_MIDSIZE_LIMIT=-1). Over
   // tcp every SEND is a trip through the kernel's TCP stack, so fewer and larger ones

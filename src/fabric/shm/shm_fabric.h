@@ -101,6 +101,8 @@ class Fabric {
 
   int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err);
   void dereg(Region& r);
+  // Reads are cross-memory reads of virtual addresses when they happen: nothing is pinned.
+  bool pins_memory() const { return false; }
 
   // Mid-size messages (RDMX_MIDSIZE_LIMIT=-1): up to 32 KiB, a few copies through the
   // rings beat the rendezvous' request, cross-memory read and FIN (16 KiB: 2.2 us

@@ -73,6 +73,8 @@ class Fabric {
 
   int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err);
   void dereg(Region& r) { r.mr_.reset(); }
+  // ibv_reg_mr pins the pages the range maps at the time of the call.
+  bool pins_memory() const { return true; }
 
   int post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r);
   int send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr);
