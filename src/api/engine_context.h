@@ -25,7 +25,8 @@ class EngineContext final : public Context {
             rdmx_completion_fn cb, void* user, rdmx_request_t** out) override {
     Req* r = nullptr;
     int rc = e_.isend(dest, cid, tag, buf, len, flags, cb, user, &r);
-    if (rc == RDMX_OK) *out = r->handle();
+    // No request: the send completed at once (RDMX_SEND_NO_REQUEST_IF_DONE).
+    if (rc == RDMX_OK) *out = r ? r->handle() : nullptr;
     return rc;
   }
   int irecv(int32_t source, uint32_t cid, int32_t tag, void* buf, uint64_t len,

@@ -57,6 +57,10 @@ bool Topology::load_system(std::string& err) {
     err = "hwloc_topology_init failed";
     return false;
   }
+  // PCI devices come from sysfs (hwloc's linux component). The pci component
+  // (libpciaccess) would find the same, but its cache of device names outlives the
+  // plugin that hwloc unloads after each load: memory lost at every load.
+  hwloc_topology_set_components(topo_, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
   return load(err);
 }
 
