@@ -52,6 +52,13 @@ inline bool check(const uint8_t* b, uint64_t n, uint64_t seed) {
   return true;
 }
 
+// The rank's counters now.
+inline rdmx_stats_t stats(Rank& r) {
+  rdmx_stats_t s{};
+  rdmx_get_stats(r.ctx, &s);
+  return s;
+}
+
 rdmx_request_t* isend(Rank& r, int dest, int tag, const void* buf, uint64_t len, uint32_t cid = 0,
                       uint32_t flags = 0);
 rdmx_request_t* irecv(Rank& r, int src, int tag, void* buf, uint64_t len, uint32_t cid = 0);

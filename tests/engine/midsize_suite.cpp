@@ -10,12 +10,6 @@
 namespace rdmx::test {
 namespace {
 
-rdmx_stats_t stats(Rank& r) {
-  rdmx_stats_t s{};
-  rdmx_get_stats(r.ctx, &s);
-  return s;
-}
-
 // 4 KiB pieces up to 64 KiB: sizes on either side of each boundary.
 const SettingList kMidsize = {{"RDMX_EAGER_LIMIT", "4096"}, {"RDMX_MIDSIZE_LIMIT", "65536"}};
 

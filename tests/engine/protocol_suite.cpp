@@ -9,12 +9,6 @@
 namespace rdmx::test {
 namespace {
 
-rdmx_stats_t stats(Rank& r) {
-  rdmx_stats_t s{};
-  rdmx_get_stats(r.ctx, &s);
-  return s;
-}
-
 TEST_P(EngineTest, EagerRendezvousCrossover) {
   constexpr uint64_t kLimit = 1024;
   run(

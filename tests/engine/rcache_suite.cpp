@@ -24,12 +24,6 @@ SettingList with(SettingList s, const char* name, const char* value) {
   return s;
 }
 
-rdmx_stats_t stats(Rank& r) {
-  rdmx_stats_t s{};
-  rdmx_get_stats(r.ctx, &s);
-  return s;
-}
-
 // Anonymous memory of its own mapping, unmapped at the end.
 struct Mapping {
   explicit Mapping(uint64_t n) : len(n) {
