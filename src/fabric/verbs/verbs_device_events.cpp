@@ -46,9 +46,11 @@ void Fabric::on_async_event(const AsyncEvent& e) {
     case IBV_EVENT_PORT_ERR:
       if (dev_.listener() && e.port_num != dev_.listener()->port_num) return;
       RDMX_LOG(LogLevel::Warn, rank_, "verbs: %s: %s", where.c_str(), e.what());
+      // Like a vanished peer: the work in flight flushes with this cause, and the
+      // engine hears of the end once the queue pair is drained.
       for (auto& p : conns_)
-        fail(p.get(), CmOutcome::ConnError, fabric::Failure::Disconnected,
-             where + ": " + e.what() + "; the connection with " + p->peer + " is lost");
+        peer_gone(p.get(), fabric::Failure::Disconnected,
+                  where + ": " + e.what() + "; the connection with " + p->peer + " is lost");
       return;
     case IBV_EVENT_DEVICE_FATAL:
     case IBV_EVENT_CQ_ERR:

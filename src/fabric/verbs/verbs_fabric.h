@@ -211,6 +211,10 @@ void Fabric::complete(Sink& sink, const ibv_wc* batch, int i, int n) {
     }
     return;
   }
+  // A device event (a port gone down, a queue pair failed) may be what this error is
+  // the effect of; read any that is waiting, so that the cause is named, not the effect.
+  if (!c->remote_gone && !c->wr_failed) [[unlikely]]
+    take_async_events();
   const ibv_wc* cause = &wc;
   if (wc.status == IBV_WC_WR_FLUSH_ERR && !c->remote_gone && !c->wr_failed)
     for (int j = i + 1; j < n; ++j)
