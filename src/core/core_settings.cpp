@@ -50,11 +50,16 @@ constexpr SettingDecl kDecls[] = {
      .store_int = store_int<&Settings::midsize_limit>},
     {.name = "RDMX_RNDV_CHUNK",
      .type = RDMX_SETTING_INT,
-     .def = 1 << 20,
-     .min = 4096,
+     .def = -1,
+     .min = -1,
      .max = kGiB,
-     .help = "bytes per RDMA READ in the rendezvous protocol",
-     .store_int = store_int<&Settings::rndv_chunk>},
+     .help = "bytes per RDMA READ in the rendezvous protocol, with as many in flight as the "
+             "negotiated initiator depth; -1 = the fabric's choice (1 MiB; on a software "
+             "RDMA device such as rxe or siw, 64 KiB with at most 4 in flight, as its "
+             "retransmission of whole READ responses collapses on a lossy path)",
+     .store_int = store_int<&Settings::rndv_chunk>,
+     .check_int = [](int64_t v) { return v == -1 || v >= 4096; },
+     .accepted = "-1 or an integer from 4096 to 1073741824"},
     {.name = "RDMX_CREDITS",
      .type = RDMX_SETTING_INT,
      .def = 64,

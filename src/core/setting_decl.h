@@ -26,6 +26,8 @@ struct SettingDecl {
   void (*store_text)(Settings&, const std::string&) = nullptr;
   // TEXT: the owner's check of a value's form (null: any text), and what it accepts.
   bool (*check)(const std::string& value) = nullptr;
+  // INT: a check beyond the range (null: the whole range), said in accepted.
+  bool (*check_int)(int64_t value) = nullptr;
   const char* accepted = nullptr;
 };
 

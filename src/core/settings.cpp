@@ -42,7 +42,7 @@ bool apply(const SettingEntry& e, Settings& s, const std::string& v, std::string
   switch (d.type) {
     case RDMX_SETTING_INT: {
       int64_t n = 0;
-      ok = parse_int(v, d.min, d.max, n);
+      ok = parse_int(v, d.min, d.max, n) && (!d.check_int || d.check_int(n));
       if (ok) d.store_int(s, n);
       break;
     }

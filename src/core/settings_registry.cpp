@@ -15,6 +15,7 @@ const SettingGroup* const kGroups[] = {&kCoreSettings,     &kOfiSettings,      &
 std::string accepted_text(const SettingDecl& d) {
   switch (d.type) {
     case RDMX_SETTING_INT:
+      if (d.accepted) return d.accepted;
       return "an integer from " + std::to_string(d.min) + " to " + std::to_string(d.max);
     case RDMX_SETTING_CHOICE: {
       std::string s = "one of ";

@@ -238,6 +238,7 @@ class Engine {
   // Rendezvous (engine_rndv.h).
   void start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint64_t msg_len,
                   const RemoteData& remote);
+  void choose_reads(Link<F>& l) const;
   void schedule_reads(Link<F>& l);
   void finish_read(Req& r);
   // Rendezvous buffers through the registration cache (rcache.h).

@@ -261,6 +261,7 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
   }
   --connecting_;
   l->attrs = attrs;
+  choose_reads(*l);
   l->sq.open(attrs.max_send_wr, kMaxSignalInterval);
   l->state.set_open(inline_eager_below(*l));
   ++stats_.connections;
@@ -268,11 +269,12 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
     stats_.min_read_depth = attrs.initiator_depth;
   RDMX_LOG(LogLevel::Info, rank_,
            "connected to rank %d (%s): initiator depth %u, responder resources %u, inline %u, "
-           "credits %u, eager limit %llu, mid-size limit %llu",
+           "credits %u, eager limit %llu, mid-size limit %llu, READs of %llu bytes, %u in flight",
            p.rank, l->active ? "active" : "passive", attrs.initiator_depth,
            attrs.responder_resources, attrs.max_inline, l->credits.available(),
            static_cast<unsigned long long>(l->eager_limit),
-           static_cast<unsigned long long>(l->midsize_limit));
+           static_cast<unsigned long long>(l->midsize_limit),
+           static_cast<unsigned long long>(l->read_chunk), l->read_depth);
   if (l->active) {
     // The active side speaks first (iWARP requires it; every device accepts it).
     wire::Header h{};

@@ -44,11 +44,28 @@ void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint
   schedule_reads(*l);
 }
 
+// RDMX_RNDV_CHUNK, with as many READs in flight as negotiated, or (-1) the fabric's
+// choice of both.
+template <fabric::Fabric F>
+void Engine<F>::choose_reads(Link<F>& l) const {
+  uint64_t chunk = fabric::kDefaultRndvChunk;
+  uint32_t depth = l.attrs.initiator_depth;
+  if (settings_.rndv_chunk > 0) {
+    chunk = uint64_t(settings_.rndv_chunk);
+  } else {
+    if constexpr (requires { fabric_.rndv_chunk(l.conn); }) chunk = fabric_.rndv_chunk(l.conn);
+    if constexpr (requires { fabric_.max_reads(l.conn); })
+      depth = std::min(depth, fabric_.max_reads(l.conn));
+  }
+  l.read_chunk = std::max<uint64_t>(1, std::min(chunk, l.attrs.max_msg_size));
+  l.read_depth = std::max<uint32_t>(1, depth);
+}
+
 template <fabric::Fabric F>
 void Engine<F>::schedule_reads(Link<F>& l) {
-  uint64_t max_chunk = std::min<uint64_t>(settings_.rndv_chunk, l.attrs.max_msg_size);
-  while (!l.read_queue.empty() && l.reads_outstanding < l.attrs.initiator_depth &&
-         l.sq.has_room() && l.state.open()) {
+  uint64_t max_chunk = l.read_chunk;
+  while (!l.read_queue.empty() && l.reads_outstanding < l.read_depth && l.sq.has_room() &&
+         l.state.open()) {
     Req& r = *static_cast<Req*>(l.read_queue.first->owner);
     uint64_t chunk = std::min(max_chunk, r.read_len - r.read_posted);
     auto* dst = static_cast<uint8_t*>(r.buf) + r.read_posted;

@@ -23,6 +23,10 @@ namespace rdmx::fabric {
 // no mid-size messages. A fabric may suggest its own per connection, with
 // eager_limit(conn), midsize_limit(conn) and the largest it would, max_eager_limit().
 inline constexpr uint64_t kDefaultEagerLimit = 8192;
+// The bytes per rendezvous READ (RDMX_RNDV_CHUNK) where a fabric suggests none, with as
+// many in flight as negotiated. A fabric may suggest its own per connection, with
+// rndv_chunk(conn), and a cap on the READs in flight, with max_reads(conn).
+inline constexpr uint64_t kDefaultRndvChunk = 1 << 20;
 
 struct ConnAttrs {
   uint32_t initiator_depth = 1;      // RDMA READs this side may have outstanding

@@ -44,7 +44,7 @@ TEST(Settings, StartAtTheDeclaredDefaults) {
   EXPECT_EQ(s.fabric, "auto");
   EXPECT_EQ(s.eager_limit, -1);  // the fabric chooses
   EXPECT_EQ(s.midsize_limit, -1);
-  EXPECT_EQ(s.rndv_chunk, 1u << 20);
+  EXPECT_EQ(s.rndv_chunk, -1);
   EXPECT_EQ(s.rnr_retry, -1);
   EXPECT_EQ(s.rank, -1);  // unset
   EXPECT_EQ(s.bootstrap, "");
@@ -72,6 +72,21 @@ TEST(Settings, InitStopsOnAnInvalidEnvironmentValue) {
   EXPECT_NE(std::string(rdmx_last_error(nullptr)).find("RDMX_MAX_RD_ATOMIC='0x10'"),
             std::string::npos);
   unsetenv("RDMX_MAX_RD_ATOMIC");
+}
+
+TEST(Settings, ReadChunkIsTheFabricsChoiceOrAtLeastAPage) {
+  Settings s;
+  std::string err;
+  EXPECT_TRUE(s.set("RDMX_RNDV_CHUNK", "65536", err)) << err;
+  EXPECT_EQ(s.rndv_chunk, 65536);
+  EXPECT_TRUE(s.set("RDMX_RNDV_CHUNK", "-1", err)) << err;
+  EXPECT_EQ(s.rndv_chunk, -1);
+  for (const char* bad : {"0", "4095", "-2"}) {
+    EXPECT_FALSE(s.set("RDMX_RNDV_CHUNK", bad, err)) << bad;
+    EXPECT_EQ(err, std::string("RDMX_RNDV_CHUNK='") + bad +
+                       "' is not accepted: expected -1 or an integer from 4096 to 1073741824");
+  }
+  EXPECT_EQ(s.rndv_chunk, -1);
 }
 
 TEST(Settings, InvalidRankOrSizeIsNamed) {

@@ -1,7 +1,6 @@
 // Connection management over rdma_cm as the engine sees it: private data limits and
 // padding, every reject reason in words at the connecting side, simultaneous connect,
 // negotiated read depth, who speaks first, unreachable peers and a peer that dies.
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -383,6 +382,40 @@ TEST_F(VerbsWorld, NegotiatedReadDepthIsTheMinimumOfBothSides) {
   }
 }
 
+// rxe is a software device: by default a rendezvous reads 64 KiB at a time, at most 4
+// in flight, so that a burst survives a lossy path; RDMX_RNDV_CHUNK set by hand reads
+// in its chunks with the whole negotiated depth.
+TEST_F(VerbsWorld, ASoftwareDeviceReadsInSmallerChunksUnlessTold) {
+  for (const char* chunk : {"-1", "1048576", "16384"}) {
+    SCOPED_TRACE(std::string("RDMX_RNDV_CHUNK=") + chunk);
+    bool fabric_choice = std::string(chunk) == "-1";
+    uint64_t per_read = fabric_choice ? 65536 : std::stoull(chunk);
+    run(
+        2,
+        [=](Rank& r) {
+          constexpr uint64_t kSize = 4 << 20;
+          int peer = 1 - r.rank;
+          std::vector<uint8_t> out(kSize), in(kSize);
+          fill(out, uint64_t(r.rank) + 5);
+          auto* rq = irecv(r, peer, 3, in.data(), in.size());
+          auto* sq = isend(r, peer, 3, out.data(), out.size());
+          EXPECT_EQ(r.finish(sq).error, RDMX_OK);
+          EXPECT_EQ(r.finish(rq).error, RDMX_OK);
+          EXPECT_TRUE(check(in.data(), in.size(), uint64_t(peer) + 5));
+          rdmx_stats_t s;
+          rdmx_get_stats(r.ctx, &s);
+          EXPECT_EQ(s.rdma_reads, kSize / per_read) << "rank " << r.rank;
+          if (fabric_choice) {
+            EXPECT_EQ(s.max_reads_outstanding, 4u) << "rank " << r.rank;
+          } else if (per_read == 16384) {
+            EXPECT_GT(s.max_reads_outstanding, 4u) << "the negotiated depth was not used";
+          }
+          r.barrier();
+        },
+        SettingList{{"RDMX_RNDV_CHUNK", chunk}});
+  }
+}
+
 TEST_F(VerbsWorld, SharedReceiveQueueCarriesEagerAndRendezvous) {
   std::string why = init_error({{"RDMX_SRQ", "1"}});
   if (!why.empty()) GTEST_SKIP() << "SKIPPED: RDMX_SRQ=1 does not come up: " << why;
@@ -449,8 +482,9 @@ class VerbsMultiHost : public VerbsCm {
 };
 
 // rxe has no congestion control and the emulated bridge drops bursts beyond the veth
-// backlog (about 1000 packets): READs stay at 64 KiB x 4 in flight (256 packets of the
-// 1024-byte MTU), and the retransmissions seen are printed.
+// backlog (about 1000 packets): rdmx's defaults on a software device (READs of 64 KiB,
+// 4 in flight: 256 packets of the 1024-byte MTU) must get through; the retransmissions
+// seen are printed.
 TEST_F(VerbsMultiHost, RanksOnTwoHostsTalkAcrossTheBridge) {
   uint64_t sent0 = counter(dev(0), "sent_pkts"), rcvd1 = counter(dev(1), "rcvd_pkts");
   auto retries = [] {
@@ -484,7 +518,7 @@ TEST_F(VerbsMultiHost, RanksOnTwoHostsTalkAcrossTheBridge) {
         EXPECT_TRUE(check(in.data(), in.size(), uint64_t(peer)));
         r.barrier();
       },
-      SettingList{{"RDMX_RNDV_CHUNK", "65536"}, {"RDMX_MAX_RD_ATOMIC", "4"}},
+      SettingList{},
       [](int rank) {
         return SettingList{{"RDMX_VERBS_DEVICE", dev(rank)}};
       });
@@ -498,25 +532,11 @@ TEST_F(VerbsMultiHost, RanksOnTwoHostsTalkAcrossTheBridge) {
 // Two ranks in children of this process, the sender killed by the parent once the
 // receiver is reading its message.
 TEST_F(VerbsCm, PeerKilledMidRendezvousFailsTheSurvivorQuickly) {
-  int up[2], down[2][2], ready[2];
-  ASSERT_EQ(::pipe(up), 0);
-  ASSERT_EQ(::pipe(down[0]), 0);
-  ASSERT_EQ(::pipe(down[1]), 0);
-  ASSERT_EQ(::pipe(ready), 0);
   constexpr size_t kLen = 64 << 20;
-  auto child = [&](int rank) {
+  ForkedPair pair;
+  pair.start([&](int rank) {
     rdmx_context_t* ctx = verbs_context(rank, 2, kJob, {{"RDMX_RNDV_CHUNK", "65536"}});
-    std::vector<uint8_t> a = ctx ? address_of(ctx) : std::vector<uint8_t>();
-    uint32_t len = uint32_t(a.size());
-    // One write, so that the two children's messages cannot interleave.
-    std::vector<uint8_t> msg(8 + len);
-    std::memcpy(msg.data(), &rank, 4);
-    std::memcpy(msg.data() + 4, &len, 4);
-    std::memcpy(msg.data() + 8, a.data(), len);
-    if (::write(up[1], msg.data(), msg.size()) != ssize_t(msg.size())) _exit(3);
-    std::vector<uint8_t> other(len);
-    if (::read(down[rank][0], other.data(), len) != ssize_t(len) || !ctx) _exit(3);
-    rdmx_add_peer(ctx, 1 - rank, other.data(), other.size());
+    if (!pair.join(ctx, rank)) _exit(3);
     std::vector<uint8_t> buf(kLen, uint8_t(rank));
     rdmx_request_t* req = nullptr;
     if (rank == 0) {
@@ -537,7 +557,7 @@ TEST_F(VerbsCm, PeerKilledMidRendezvousFailsTheSurvivorQuickly) {
       if (!told && s.rdma_reads > 0) {
         told = true;
         killed_at = Clock::now();
-        if (::write(ready[1], "R", 1) != 1) _exit(3);
+        pair.tell_ready();
       }
     }
     EXPECT_TRUE(told) << "the receiver never started reading";
@@ -560,50 +580,15 @@ TEST_F(VerbsCm, PeerKilledMidRendezvousFailsTheSurvivorQuickly) {
     rdmx_finalize(ctx);
     std::fflush(stdout);
     _exit(::testing::Test::HasFailure() ? 1 : 0);
-  };
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t pids[2];
-  for (int r = 0; r < 2; ++r) {
-    pids[r] = ::fork();
-    ASSERT_GE(pids[r], 0);
-    if (pids[r] == 0) child(r);
-  }
-  // Address exchange: each child gets the other's address.
-  std::vector<uint8_t> addrs[2];
-  for (int i = 0; i < 2; ++i) {
-    int32_t rank = -1;
-    uint32_t len = 0;
-    ASSERT_EQ(::read(up[0], &rank, 4), 4);
-    ASSERT_EQ(::read(up[0], &len, 4), 4);
-    ASSERT_TRUE(rank == 0 || rank == 1);
-    addrs[rank].resize(len);
-    ASSERT_EQ(::read(up[0], addrs[rank].data(), len), ssize_t(len));
-  }
-  ASSERT_EQ(addrs[0].size(), addrs[1].size());
-  for (int r = 0; r < 2; ++r)
-    ASSERT_EQ(::write(down[r][1], addrs[1 - r].data(), addrs[1 - r].size()),
-              ssize_t(addrs[1 - r].size()));
-  pollfd p{ready[0], POLLIN, 0};
-  bool reading = ::poll(&p, 1, 60000) == 1;
-  ::kill(pids[0], SIGKILL);
+  });
+  bool reading = pair.wait_ready(60000);
+  ::kill(pair.pid(0), SIGKILL);
   int st0 = 0, st1 = 0;
-  ::waitpid(pids[0], &st0, 0);
-  auto deadline = Clock::now() + std::chrono::seconds(90);
-  while (::waitpid(pids[1], &st1, WNOHANG) != pids[1]) {
-    if (Clock::now() > deadline) {
-      ::kill(pids[1], SIGKILL);
-      ::waitpid(pids[1], &st1, 0);
-      ADD_FAILURE() << "the survivor hung";
-      break;
-    }
-    ::usleep(10000);
-  }
+  pair.reap(0, Clock::now() + std::chrono::seconds(10), st0);
+  EXPECT_TRUE(pair.reap(1, Clock::now() + std::chrono::seconds(90), st1)) << "the survivor hung";
   EXPECT_TRUE(reading) << "the receiver never reported reading";
   EXPECT_TRUE(WIFSIGNALED(st0)) << "the sender was not killed mid-transfer";
   EXPECT_TRUE(WIFEXITED(st1) && WEXITSTATUS(st1) == 0) << "survivor status " << st1;
-  for (int fd : {up[0], up[1], down[0][0], down[0][1], down[1][0], down[1][1], ready[0], ready[1]})
-    ::close(fd);
 }
 
 }  // namespace

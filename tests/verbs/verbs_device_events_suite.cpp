@@ -3,14 +3,12 @@
 // names the device, the port and the event, instead of waiting for the transport's
 // retries to run out. It takes the netdev down, so it runs only in the Soft-RoCE VM, as
 // the last step of the tier (tests/vm/tier.d/60-device-events), and brings it back up.
-#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -62,25 +60,12 @@ class VerbsDeviceEvents : public VerbsCm {
 };
 
 TEST_F(VerbsDeviceEvents, PortDownFailsEveryRequestWithTheCause) {
-  int up[2], down[2][2], ready[2];
-  ASSERT_EQ(::pipe(up), 0);
-  ASSERT_EQ(::pipe(down[0]), 0);
-  ASSERT_EQ(::pipe(down[1]), 0);
-  ASSERT_EQ(::pipe(ready), 0);
   constexpr size_t kLen = 256 << 20;  // far more than moves before the link goes
   const std::string dev = dev_;
-  auto child = [&](int rank) {
+  ForkedPair pair;
+  pair.start([&](int rank) {
     rdmx_context_t* ctx = verbs_context(rank, 2, kJob, {{"RDMX_RNDV_CHUNK", "65536"}});
-    std::vector<uint8_t> a = ctx ? address_of(ctx) : std::vector<uint8_t>();
-    uint32_t len = uint32_t(a.size());
-    std::vector<uint8_t> msg(8 + len);
-    std::memcpy(msg.data(), &rank, 4);
-    std::memcpy(msg.data() + 4, &len, 4);
-    std::memcpy(msg.data() + 8, a.data(), len);
-    if (::write(up[1], msg.data(), msg.size()) != ssize_t(msg.size())) _exit(3);
-    std::vector<uint8_t> other(len);
-    if (::read(down[rank][0], other.data(), len) != ssize_t(len) || !ctx) _exit(3);
-    rdmx_add_peer(ctx, 1 - rank, other.data(), other.size());
+    if (!pair.join(ctx, rank)) _exit(3);
     std::vector<uint8_t> buf(kLen, uint8_t(rank));
     rdmx_request_t* req = nullptr;
     if (rank == 0)
@@ -98,7 +83,7 @@ TEST_F(VerbsDeviceEvents, PortDownFailsEveryRequestWithTheCause) {
       rdmx_get_stats(ctx, &s);
       if (rank == 1 && !told && s.rdma_reads > 0) {
         told = true;
-        if (::write(ready[1], "R", 1) != 1) _exit(3);
+        pair.tell_ready();
       }
     }
     std::string why = rdmx_last_error(ctx);
@@ -111,45 +96,14 @@ TEST_F(VerbsDeviceEvents, PortDownFailsEveryRequestWithTheCause) {
     rdmx_finalize(ctx);
     std::fflush(stdout);
     _exit(::testing::Test::HasFailure() ? 1 : 0);
-  };
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t pids[2];
-  for (int r = 0; r < 2; ++r) {
-    pids[r] = ::fork();
-    ASSERT_GE(pids[r], 0);
-    if (pids[r] == 0) child(r);
-  }
-  std::vector<uint8_t> addrs[2];
-  for (int i = 0; i < 2; ++i) {
-    int32_t rank = -1;
-    uint32_t len = 0;
-    ASSERT_EQ(::read(up[0], &rank, 4), 4);
-    ASSERT_EQ(::read(up[0], &len, 4), 4);
-    ASSERT_TRUE(rank == 0 || rank == 1);
-    addrs[rank].resize(len);
-    ASSERT_EQ(::read(up[0], addrs[rank].data(), len), ssize_t(len));
-  }
-  for (int r = 0; r < 2; ++r)
-    ASSERT_EQ(::write(down[r][1], addrs[1 - r].data(), addrs[1 - r].size()),
-              ssize_t(addrs[1 - r].size()));
-  pollfd p{ready[0], POLLIN, 0};
-  bool reading = ::poll(&p, 1, 60000) == 1;
+  });
+  bool reading = pair.wait_ready(60000);
   auto t0 = Clock::now();
   link("down");
   int st[2] = {0, 0};
-  auto deadline = t0 + std::chrono::seconds(90);
-  for (int r = 0; r < 2; ++r) {
-    while (::waitpid(pids[r], &st[r], WNOHANG) != pids[r]) {
-      if (Clock::now() > deadline) {
-        ::kill(pids[r], SIGKILL);
-        ::waitpid(pids[r], &st[r], 0);
-        ADD_FAILURE() << "rank " << r << " hung after the link went down";
-        break;
-      }
-      ::usleep(10000);
-    }
-  }
+  for (int r = 0; r < 2; ++r)
+    EXPECT_TRUE(pair.reap(r, t0 + std::chrono::seconds(90), st[r]))
+        << "rank " << r << " hung after the link went down";
   auto took = Clock::now() - t0;
   std::printf("both ranks ended %.0f ms after the link went down\n",
               std::chrono::duration<double, std::milli>(took).count());
@@ -157,8 +111,6 @@ TEST_F(VerbsDeviceEvents, PortDownFailsEveryRequestWithTheCause) {
   EXPECT_LT(took, std::chrono::seconds(15)) << "the failure took as long as the retries";
   for (int r = 0; r < 2; ++r)
     EXPECT_TRUE(WIFEXITED(st[r]) && WEXITSTATUS(st[r]) == 0) << "rank " << r << " status " << st[r];
-  for (int fd : {up[0], up[1], down[0][0], down[0][1], down[1][0], down[1][1], ready[0], ready[1]})
-    ::close(fd);
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 #include "verbs/verbs_test.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 namespace rdmx::test {
@@ -178,4 +180,85 @@ rdmx_context_t* verbs_context(int32_t rank, int32_t size, uint64_t job,
   EXPECT_EQ(rc, RDMX_OK) << rdmx_last_error(nullptr);
   return ctx;
 }
+
+ForkedPair::ForkedPair() {
+  EXPECT_EQ(::pipe(up_), 0);
+  EXPECT_EQ(::pipe(down_[0]), 0);
+  EXPECT_EQ(::pipe(down_[1]), 0);
+  EXPECT_EQ(::pipe(ready_), 0);
+}
+
+ForkedPair::~ForkedPair() {
+  for (int r = 0; r < 2; ++r)
+    if (pids_[r] > 0 && ::waitpid(pids_[r], nullptr, WNOHANG) == 0) {
+      ::kill(pids_[r], SIGKILL);
+      ::waitpid(pids_[r], nullptr, 0);
+    }
+  for (int fd :
+       {up_[0], up_[1], down_[0][0], down_[0][1], down_[1][0], down_[1][1], ready_[0], ready_[1]})
+    ::close(fd);
+}
+
+void ForkedPair::start(const std::function<void(int rank)>& child) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  for (int r = 0; r < 2; ++r) {
+    pids_[r] = ::fork();
+    ASSERT_GE(pids_[r], 0);
+    if (pids_[r] == 0) {
+      child(r);
+      _exit(4);  // child() ends with _exit
+    }
+  }
+  std::vector<uint8_t> addrs[2];
+  for (int i = 0; i < 2; ++i) {
+    int32_t rank = -1;
+    uint32_t len = 0;
+    ASSERT_EQ(::read(up_[0], &rank, 4), 4);
+    ASSERT_EQ(::read(up_[0], &len, 4), 4);
+    ASSERT_TRUE(rank == 0 || rank == 1);
+    addrs[rank].resize(len);
+    ASSERT_EQ(::read(up_[0], addrs[rank].data(), len), ssize_t(len));
+  }
+  ASSERT_EQ(addrs[0].size(), addrs[1].size());
+  for (int r = 0; r < 2; ++r)
+    ASSERT_EQ(::write(down_[r][1], addrs[1 - r].data(), addrs[1 - r].size()),
+              ssize_t(addrs[1 - r].size()));
+}
+
+bool ForkedPair::join(rdmx_context_t* ctx, int rank) {
+  std::vector<uint8_t> a = ctx ? address_of(ctx) : std::vector<uint8_t>();
+  uint32_t len = uint32_t(a.size());
+  // One write, so that the two children's messages cannot interleave.
+  std::vector<uint8_t> msg(8 + len);
+  std::memcpy(msg.data(), &rank, 4);
+  std::memcpy(msg.data() + 4, &len, 4);
+  std::memcpy(msg.data() + 8, a.data(), len);
+  if (::write(up_[1], msg.data(), msg.size()) != ssize_t(msg.size())) return false;
+  std::vector<uint8_t> other(len);
+  if (::read(down_[rank][0], other.data(), len) != ssize_t(len) || !ctx) return false;
+  return rdmx_add_peer(ctx, 1 - rank, other.data(), other.size()) == RDMX_OK;
+}
+
+void ForkedPair::tell_ready() {
+  if (::write(ready_[1], "R", 1) != 1) _exit(3);
+}
+
+bool ForkedPair::wait_ready(int timeout_ms) {
+  pollfd p{ready_[0], POLLIN, 0};
+  return ::poll(&p, 1, timeout_ms) == 1;
+}
+
+bool ForkedPair::reap(int rank, Clock::time_point deadline, int& status) {
+  while (::waitpid(pids_[rank], &status, WNOHANG) != pids_[rank]) {
+    if (Clock::now() > deadline) {
+      ::kill(pids_[rank], SIGKILL);
+      ::waitpid(pids_[rank], &status, 0);
+      return false;
+    }
+    ::usleep(10000);
+  }
+  return true;
+}
+
 }  // namespace rdmx::test

@@ -9,6 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/types.h>
+
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -102,5 +105,35 @@ wire::Header header(wire::Type t, int32_t source, uint32_t seq);
 // A context of the verbs fabric in this process (rank of size, job key).
 rdmx_context_t* verbs_context(int32_t rank, int32_t size, uint64_t job,
                               const SettingList& settings = {});
+
+// Two ranks of one job as two forked children of the test, for tests that do to a rank
+// what threads cannot survive (kill it, take its link down). The parent passes each
+// child the other's address; a child tells the parent once its transfer is under way.
+class ForkedPair {
+ public:
+  using Clock = std::chrono::steady_clock;
+  ForkedPair();
+  ~ForkedPair();
+  ForkedPair(const ForkedPair&) = delete;
+  ForkedPair& operator=(const ForkedPair&) = delete;
+
+  // Forks both ranks, each running child(rank) (which ends with _exit), and passes the
+  // addresses between them.
+  void start(const std::function<void(int rank)>& child);
+  // In a child: hands its address (none if ctx is null) to the parent and adds the
+  // other rank's. False if ctx is null or the exchange failed.
+  bool join(rdmx_context_t* ctx, int rank);
+  // In a child: the transfer is under way.
+  void tell_ready();
+  // In the parent: whether a child said so within timeout_ms.
+  bool wait_ready(int timeout_ms);
+  pid_t pid(int rank) const { return pids_[rank]; }
+  // In the parent: rank's exit status; past the deadline it is killed and false returned.
+  bool reap(int rank, Clock::time_point deadline, int& status);
+
+ private:
+  int up_[2], down_[2][2], ready_[2];
+  pid_t pids_[2] = {-1, -1};
+};
 
 }  // namespace rdmx::test

@@ -187,6 +187,16 @@ class Fabric {
     if constexpr (requires { net_.midsize_limit(c->net); }) return net_.midsize_limit(c->net);
     return 0;
   }
+  uint64_t rndv_chunk(const Conn* c) const {
+    if constexpr (requires { net_.rndv_chunk(c->net); })
+      if (!c->shm) return net_.rndv_chunk(c->net);
+    return fabric::kDefaultRndvChunk;
+  }
+  uint32_t max_reads(const Conn* c) const {
+    if constexpr (requires { net_.max_reads(c->net); })
+      if (!c->shm) return net_.max_reads(c->net);
+    return UINT32_MAX;
+  }
 
   int post_recvs(Conn* c, const fabric::RecvBuf* b, int n, const Region& r) {
     return c->shm ? shm_.post_recvs(c->shm, b, n, r.shm_) : net_.post_recvs(c->net, b, n, r.net_);

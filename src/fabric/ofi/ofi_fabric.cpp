@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "fabric/ofi/ofi_util.h"
 #include "rdmx/rdmx.h"
+#include "topology/software_device.h"
 
 namespace rdmx::ofi {
 namespace {
@@ -190,6 +191,11 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   attrs_.rnr_retry = 7;    // a message without a posted receive waits (retry forever)
   attrs_.flow_control = true;
   attrs_.srq = false;
+  // The verbs provider names its domain after the device ("rxe0", "mlx5_0-xrc").
+  if (provider_ == "verbs" && info->domain_attr->name) {
+    std::string dev = info->domain_attr->name;
+    software_device_ = topology::is_software_rdma_device(dev.substr(0, dev.find('-')));
+  }
 
   if ((rc = fi_fabric(info->fabric_attr, fabric_.out(), nullptr))) {
     err = fi_error("fi_fabric", rc);

@@ -204,6 +204,12 @@ class Fabric {
   uint64_t eager_limit(const Conn*) const { return max_eager_limit(); }
   uint64_t max_eager_limit() const { return tcp() ? 32 * 1024 : fabric::kDefaultEagerLimit; }
   uint64_t midsize_limit(const Conn*) const { return tcp() ? 64 * 1024 : 0; }
+  // The READs it suggests (RDMX_RNDV_CHUNK=-1): as the verbs backend does, smaller ones
+  // and fewer in flight when the verbs provider drives a software device (rxe, siw).
+  uint64_t rndv_chunk(const Conn*) const {
+    return software_device_ ? 64 * 1024 : fabric::kDefaultRndvChunk;
+  }
+  uint32_t max_reads(const Conn*) const { return software_device_ ? 4 : UINT32_MAX; }
 
   int post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r);
   int send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr);
@@ -245,7 +251,8 @@ class Fabric {
   static const uint8_t* unwrap(const uint8_t* data, size_t& len, uint8_t& rd_atom);
 
   std::string provider_;
-  Info info_;  // the chosen provider, domain and limits
+  bool software_device_ = false;  // the verbs provider on rxe or siw (rndv_chunk)
+  Info info_;                     // the chosen provider, domain and limits
   fabric::ConnAttrs attrs_{};
   size_t cm_data_size_ = 0;
   bool mr_local_ = false;

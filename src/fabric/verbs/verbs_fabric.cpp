@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/log.h"
+#include "topology/software_device.h"
 
 namespace rdmx::verbs {
 
@@ -32,6 +33,7 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
           std::to_string(lim.max_qp_init_rd_atom) + "); rdmx's rendezvous needs them";
     return RDMX_ERR_NO_DEVICE;
   }
+  software_ = topology::is_software_rdma_device(dev_.name());
   retry_count_ = uint8_t(s.retry_count);
   rnr_retry_ = s.effective_rnr_retry();
   flow_control_ = s.flow_control != 0;
@@ -43,11 +45,12 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   if (use_srq_) shared_slots_.init(dev_.srq_depth(), nullptr);
   RDMX_LOG(LogLevel::Info, rank_,
            "verbs: %s port %u, listening on %s; max_qp_rd_atom %u, max_qp_init_rd_atom %u, "
-           "MTU %u, read depth cap %u/%u, retry %u, rnr retry %u, flow control %d, srq %d",
+           "MTU %u, read depth cap %u/%u, retry %u, rnr retry %u, flow control %d, srq %d%s",
            dev_.name().c_str(), unsigned(dev_.listener()->port_num),
            format_address(dev_.local_address()).c_str(), lim.max_qp_rd_atom,
            lim.max_qp_init_rd_atom, lim.mtu, init_cap_, resp_cap_, unsigned(retry_count_),
-           unsigned(rnr_retry_), int(flow_control_), int(use_srq_));
+           unsigned(rnr_retry_), int(flow_control_), int(use_srq_),
+           software_ ? ", a software device" : "");
   return RDMX_OK;
 }
 

@@ -76,6 +76,17 @@ class Fabric {
   // ibv_reg_mr pins the pages the range maps at the time of the call.
   bool pins_memory() const { return true; }
 
+  // The rendezvous READs this fabric suggests (RDMX_RNDV_CHUNK=-1): 1 MiB each, as many
+  // as negotiated. A software device (rxe, siw) retransmits a lost packet by resending
+  // the whole READ response after a timeout; where its packets cross a bridge or a
+  // switch that drops bursts, 16 READs of 1 MiB never finish. 64 KiB with 4 in flight
+  // keeps a burst within what a path's queues hold, at the same bandwidth on one host
+  // (docs/performance.md).
+  uint64_t rndv_chunk(const Conn*) const {
+    return software_ ? 64 * 1024 : fabric::kDefaultRndvChunk;
+  }
+  uint32_t max_reads(const Conn*) const { return software_ ? 4 : UINT32_MAX; }
+
   int post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r);
   int send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr);
   int read(Conn* c, void* local, uint64_t len, const Region& r, uint64_t raddr, uint64_t rkey,
@@ -144,6 +155,7 @@ class Fabric {
   Device dev_;
   int32_t rank_ = -1;
   uint32_t init_cap_ = 1;  // min(device max_qp_init_rd_atom, RDMX_MAX_RD_ATOMIC)
+  bool software_ = false;  // a software device (rxe, siw): smaller READs (rndv_chunk)
   uint32_t resp_cap_ = 1;  // min(device max_qp_rd_atom, RDMX_MAX_RD_ATOMIC)
   uint8_t retry_count_ = 7;
   uint8_t rnr_retry_ = 0;
