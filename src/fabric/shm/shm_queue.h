@@ -121,13 +121,13 @@ class SeqConsumer {
     head_ = q->head.load(std::memory_order_relaxed);
   }
   // The next entry if it is written, else null.
-  T* peek() {
+  [[gnu::always_inline]] T* peek() {
     T* e = &entries_[head_ & mask_];
     return e->seq.load(std::memory_order_acquire) == head_ + 1 ? e : nullptr;
   }
   bool empty() { return peek() == nullptr; }
   // Gives the peeked entry back to the producer (its fields are read by then).
-  void pop() { q_->head.store(++head_, std::memory_order_release); }
+  [[gnu::always_inline]] void pop() { q_->head.store(++head_, std::memory_order_release); }
 
  private:
   QueueIndices* q_ = nullptr;
