@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "engine/engine.h"
 #include "protocol/connect_msg.h"
+#include "topology/numa_memory.h"
 
 namespace rdmx::engine {
 
@@ -28,7 +29,7 @@ bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
     if (fabric_.recv_memory(l.conn, l.recv_bufs, l.recv_buf_size, &l.recv_base, err)) return false;
   }
   if (!l.recv_base) {
-    l.recv_mem = alloc_aligned(size_t(l.recv_bufs) * l.recv_buf_size);
+    l.recv_mem = topology::alloc_local(size_t(l.recv_bufs) * l.recv_buf_size);
     l.recv_base = l.recv_mem.get();
   }
   if (!l.recv_base) {

@@ -8,6 +8,7 @@
 #include "core/job_secret.h"
 #include "core/log.h"
 #include "engine/engine.h"
+#include "topology/numa_memory.h"
 
 namespace rdmx::engine {
 
@@ -59,7 +60,7 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
   if (s.srq && (rc = setup_shared_receive(err))) return rc;
 
   constexpr uint32_t kBounce = 256;
-  bounce_mem_ = alloc_aligned(size_t(kBounce) * recv_buf_size_);
+  bounce_mem_ = topology::alloc_local(size_t(kBounce) * recv_buf_size_);
   if (!bounce_mem_) {
     err = "out of memory for send buffers";
     return RDMX_ERR_NO_MEMORY;
@@ -78,7 +79,7 @@ int Engine<F>::setup_shared_receive(std::string& err) {
   uint32_t n = uint32_t(settings_.credits) * 4;
   if constexpr (requires { fabric_.shared_receive_depth(); })
     n = std::min(n, fabric_.shared_receive_depth());
-  shared_mem_ = alloc_aligned(size_t(n) * recv_buf_size_);
+  shared_mem_ = topology::alloc_local(size_t(n) * recv_buf_size_);
   if (!shared_mem_) {
     err = "out of memory for the shared receive queue";
     return RDMX_ERR_NO_MEMORY;
