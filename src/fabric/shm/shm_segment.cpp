@@ -8,7 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/log.h"
 #include "rdmx/rdmx.h"
+#include "topology/numa_memory.h"
 
 namespace rdmx::shm {
 
@@ -38,6 +40,22 @@ int Segment::create(size_t bytes, std::string& err) {
     reset();
     return RDMX_ERR_NO_MEMORY;
   }
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) {
+    err = "mapping a shared-memory segment of " + std::to_string(bytes) +
+          " bytes failed: " + std::strerror(errno);
+    reset();
+    return RDMX_ERR_NO_MEMORY;
+  }
+  base_ = static_cast<uint8_t*>(p);
+  size_ = bytes;
+  // The owner reads what arrives here: its pages on the owner's NUMA node where the
+  // owner runs within one (numa_memory.h), set before they are allocated just below.
+  if (int node = topology::numa_node_of(topology::thread_cpus()); node >= 0) {
+    std::string why;
+    if (!topology::prefer_node(p, bytes, node, why))
+      RDMX_LOG(LogLevel::Debug, -1, "shm: the segment stays where first touched: %s", why.c_str());
+  }
   if (int e = ::posix_fallocate(fd_, 0, off_t(bytes)); e != 0) {
     err = "reserving " + std::to_string(bytes) +
           " bytes of shared memory failed: " + std::strerror(e) +
@@ -51,15 +69,6 @@ int Segment::create(size_t bytes, std::string& err) {
     reset();
     return RDMX_ERR_FABRIC;
   }
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-  if (p == MAP_FAILED) {
-    err = "mapping a shared-memory segment of " + std::to_string(bytes) +
-          " bytes failed: " + std::strerror(errno);
-    reset();
-    return RDMX_ERR_NO_MEMORY;
-  }
-  base_ = static_cast<uint8_t*>(p);
-  size_ = bytes;
   return RDMX_OK;
 }
 
