@@ -1,10 +1,11 @@
 // The verbs backend on its own, between two raw ends: what each rdma_conn_param field
 // does on the real driver (read depths, RNR retry, flow control, srq), the shared
-// receive queue, the order of a peer's last messages and its disconnect, and a
-// teardown with work still posted.
+// receive queue, the order of a peer's last messages and its disconnect, a teardown
+// with work still posted, and the device events that end connections.
 #include <chrono>
 #include <cstring>
 
+#include "fabric/verbs/verbs_async.h"
 #include "verbs/verbs_test.h"
 
 namespace rdmx::test {
@@ -218,6 +219,68 @@ TEST_F(VerbsCm, SharedReceiveQueueNeedsACallerThatPostsToIt) {
     std::string err;
     EXPECT_EQ(e.open({{"RDMX_SRQ", "1"}}, false, &err), RDMX_ERR_UNSUPPORTED);
     EXPECT_NE(err.find("RDMX_SRQ=1"), std::string::npos) << err;
+  });
+}
+
+// The device events no driver raises on demand, delivered as the device would
+// (async_events::inject): a queue pair gone fatal ends its own connection, naming the
+// device and the event; the device gone fatal ends every connection and refuses new ones.
+TEST_F(VerbsCm, AQueuePairFatalEventEndsItsOwnConnection) {
+  in_child([] {
+    Pair p;
+    ASSERT_TRUE(p.open());
+    ASSERT_TRUE(p.connect(4));
+    verbs::AsyncEvent e{IBV_EVENT_QP_FATAL};
+    e.qp_num = p.a.fabric.qp_num(p.ac);
+    verbs::async_events::inject(p.a.fabric.device().context(), e);
+    ASSERT_TRUE(
+        drive([&] { return p.a.rec.count(Recorder::ConnError) > 0; }, {&p.a, &p.b}, nullptr, 10000))
+        << "the event ended nothing";
+    const Recorder::Event& ev = *p.a.rec.first(Recorder::ConnError);
+    EXPECT_NE(ev.why.find("IBV_EVENT_QP_FATAL"), std::string::npos) << ev.why;
+    EXPECT_NE(ev.why.find("device " + p.a.fabric.device().name()), std::string::npos) << ev.why;
+    // b shares the device (one process) but not the queue pair: it hears only that a
+    // went away.
+    ASSERT_TRUE(drive([&] { return p.b.rec.count(Recorder::ConnError) > 0; }, {&p.a, &p.b}, nullptr,
+                      10000));
+    EXPECT_EQ(p.b.rec.first(Recorder::ConnError)->why.find("IBV_EVENT_QP_FATAL"),
+              std::string::npos);
+    // The device still serves new connections.
+    std::string err;
+    verbs::Conn* again = nullptr;
+    std::vector<uint8_t> addr = p.b.address();
+    EXPECT_EQ(p.a.fabric.create_conn(addr.data(), addr.size(), nullptr, &p.a, &again, err), RDMX_OK)
+        << err;
+  });
+}
+
+TEST_F(VerbsCm, ADeviceFatalEventEndsEveryConnectionAndRefusesNewOnes) {
+  in_child([] {
+    Pair p;
+    ASSERT_TRUE(p.open());
+    ASSERT_TRUE(p.connect(4));
+    ASSERT_EQ(send_bytes(p.a, p.ac, 5, 1), RDMX_OK);
+    verbs::async_events::inject(p.a.fabric.device().context(),
+                                verbs::AsyncEvent{IBV_EVENT_DEVICE_FATAL});
+    ASSERT_TRUE(drive(
+        [&] {
+          return p.a.rec.count(Recorder::ConnError) > 0 && p.b.rec.count(Recorder::ConnError) > 0;
+        },
+        {&p.a, &p.b}, nullptr, 10000))
+        << "a connection outlived its device";
+    const Recorder::Event& ev = *p.a.rec.first(Recorder::ConnError);
+    EXPECT_EQ(ev.failure, fabric::Failure::DeviceRemoved);
+    EXPECT_NE(ev.why.find("IBV_EVENT_DEVICE_FATAL"), std::string::npos) << ev.why;
+    // Both ends have taken the event by now or within their next look (every 256 calls).
+    for (int i = 0; i < 300; ++i) p.b.progress();
+    for (RawEnd* e : {&p.a, &p.b}) {
+      std::string err;
+      verbs::Conn* c = nullptr;
+      std::vector<uint8_t> addr = (e == &p.a ? p.b : p.a).address();
+      EXPECT_EQ(e->fabric.create_conn(addr.data(), addr.size(), nullptr, e, &c, err),
+                RDMX_ERR_NO_DEVICE);
+      EXPECT_NE(err.find("IBV_EVENT_DEVICE_FATAL"), std::string::npos) << err;
+    }
   });
 }
 

@@ -99,6 +99,12 @@ void unsubscribe(ibv_context* ctx, Fabric* fabric) {
                 [&](const Subscriber& s) { return s.ctx == ctx && s.fabric == fabric; });
 }
 
+void inject(ibv_context* ctx, const AsyncEvent& e) {
+  std::lock_guard<std::mutex> g(mu);
+  for (Subscriber& s : subscribers)
+    if (s.ctx == ctx) s.inbox.push_back(e);
+}
+
 void poll(ibv_context* ctx, Fabric* fabric, std::vector<AsyncEvent>& out) {
   out.clear();
   std::unique_lock<std::mutex> g(mu, std::try_to_lock);

@@ -21,7 +21,7 @@ const sockaddr* as_sockaddr(const sockaddr_storage& ss) {
 int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, void* user,
                         Conn** out, std::string& err) {
   if (device_dead_) {
-    err = "the RDMA device " + dev_.name() + " was removed";
+    err = "no new connection: " + device_why_;
     return RDMX_ERR_NO_DEVICE;
   }
   auto c = std::make_unique<Conn>();
@@ -260,6 +260,7 @@ void Fabric::device_removed() { device_failed("the RDMA device " + dev_.name() +
 
 void Fabric::device_failed(const std::string& why) {
   device_dead_ = true;
+  device_why_ = why;
   for (auto& c : conns_) fail(c.get(), CmOutcome::ConnError, fabric::Failure::DeviceRemoved, why);
 }
 

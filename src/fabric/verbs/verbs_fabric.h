@@ -170,6 +170,7 @@ class Fabric {
   uint32_t in_setup_ = 0;   // connections between create_conn and established or closed
   uint32_t unsettled_ = 0;  // closed or gone connections not reaped yet
   bool device_dead_ = false;
+  std::string device_why_;   // what ended the device, for connections asked for after
   bool cq_armed_ = false;    // a completion will raise an event on the completion channel
   bool cm_kick_ = false;     // wait() saw the rdma_cm channel readable: read it next progress
   bool async_kick_ = false;  // wait() saw the device's event descriptor readable
