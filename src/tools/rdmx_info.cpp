@@ -14,6 +14,8 @@
 #include "topology/device_choice.h"
 #include "topology/local_rank.h"
 #include "topology/nearest_device.h"
+#include "topology/numa_memory.h"
+#include "topology/software_device.h"
 #if RDMX_HAVE_HWLOC
 #include "topology/hwloc_topology.h"
 #endif
@@ -120,7 +122,12 @@ int print_topology() {
 #endif
   std::printf("RDMA devices (%s):%s\n", from.c_str(), devices.empty() ? " none" : "");
   for (const DeviceLocality& d : devices) {
-    if (d.pci_bus_id.empty())
+    if (d.pci_bus_id.empty() && is_software_rdma_device(d.name))
+      std::printf(
+          "  %-10s no PCI parent: a software device (rendezvous READs of 64 KiB, at "
+          "most 4 in flight)\n",
+          d.name.c_str());
+    else if (d.pci_bus_id.empty())
       std::printf("  %-10s no PCI parent\n", d.name.c_str());
     else
       std::printf("  %-10s PCI %s  NUMA node %s  CPUs %s\n", d.name.c_str(), d.pci_bus_id.c_str(),
@@ -136,6 +143,10 @@ int print_topology() {
     }
   }
   std::printf("local rank %u (%s)\n", lr.value, lr.source.c_str());
+  int node = numa_node_of(thread_cpus());
+  std::printf("this thread's receive and bounce buffers: %s\n",
+              node >= 0 ? ("preferred on NUMA node " + std::to_string(node)).c_str()
+                        : "where first touched (one NUMA node, or CPUs on several)");
   if (!s.verbs_device.empty()) {
     std::printf("every rank: RDMX_VERBS_DEVICE=%s\n", s.verbs_device.c_str());
     return 0;
