@@ -27,6 +27,11 @@ inline constexpr uint64_t kDefaultEagerLimit = 8192;
 // many in flight as negotiated. A fabric may suggest its own per connection, with
 // rndv_chunk(conn), and a cap on the READs in flight, with max_reads(conn).
 inline constexpr uint64_t kDefaultRndvChunk = 1 << 20;
+// What a fabric suggests on a software RDMA device (rxe, siw; topology/software_device.h):
+// such a device resends a whole READ response after a lost packet, so its bursts stay
+// within what a path's queues hold (docs/performance.md).
+inline constexpr uint64_t kSoftwareDeviceRndvChunk = 64 * 1024;
+inline constexpr uint32_t kSoftwareDeviceMaxReads = 4;
 
 struct ConnAttrs {
   uint32_t initiator_depth = 1;      // RDMA READs this side may have outstanding

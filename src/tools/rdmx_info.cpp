@@ -9,6 +9,7 @@
 #include "api/context.h"
 #include "config.h"
 #include "core/settings.h"
+#include "fabric/fabric.h"
 #include "fabric/shm/shm_host.h"
 #include "rdmx/rdmx.h"
 #include "topology/device_choice.h"
@@ -124,9 +125,11 @@ int print_topology() {
   for (const DeviceLocality& d : devices) {
     if (d.pci_bus_id.empty() && is_software_rdma_device(d.name))
       std::printf(
-          "  %-10s no PCI parent: a software device (rendezvous READs of 64 KiB, at "
-          "most 4 in flight)\n",
-          d.name.c_str());
+          "  %-10s no PCI parent: a software device (rendezvous READs of %llu KiB, at "
+          "most %u in flight)\n",
+          d.name.c_str(),
+          static_cast<unsigned long long>(rdmx::fabric::kSoftwareDeviceRndvChunk / 1024),
+          rdmx::fabric::kSoftwareDeviceMaxReads);
     else if (d.pci_bus_id.empty())
       std::printf("  %-10s no PCI parent\n", d.name.c_str());
     else

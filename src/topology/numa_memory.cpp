@@ -95,13 +95,17 @@ bool prefer_node(void* p, size_t len, int node, std::string& err) {
   return true;
 }
 
+void prefer_local(void* p, size_t len) {
+  int node = numa_node_of(thread_cpus());
+  std::string err;
+  if (node >= 0 && !prefer_node(p, len, node, err))
+    RDMX_LOG(LogLevel::Debug, -1, "memory stays where first touched: %s", err.c_str());
+}
+
 AlignedBuffer alloc_local(size_t bytes) {
   size_t n = (bytes + 4095) & ~size_t(4095);
   AlignedBuffer b = alloc_aligned(n);
-  int node = b ? numa_node_of(thread_cpus()) : -1;
-  std::string err;
-  if (node >= 0 && !prefer_node(b.get(), n ? n : 4096, node, err))
-    RDMX_LOG(LogLevel::Debug, -1, "buffers stay where first touched: %s", err.c_str());
+  if (b) prefer_local(b.get(), n ? n : 4096);
   return b;
 }
 

@@ -23,6 +23,9 @@ int numa_node_of(const std::vector<unsigned>& cpus, const std::string& sysfs = "
 // Asks the kernel to keep [p, p + len) on node (pages already there are moved). False,
 // with err, when it refuses.
 bool prefer_node(void* p, size_t len, int node, std::string& err);
+// Prefers the page-aligned [p, p + len) on the calling thread's node where numa_node_of()
+// names one (a refusal is logged, not an error: the memory stays where first touched).
+void prefer_local(void* p, size_t len);
 // A page-aligned buffer of at least bytes, preferred on the calling thread's node where
 // numa_node_of() names one.
 AlignedBuffer alloc_local(size_t bytes);

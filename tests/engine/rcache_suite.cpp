@@ -78,6 +78,18 @@ bool replace(Mapping& m, Replace w) {
 
 const Replace kWays[] = {Replace::MapOver, Replace::UnmapAndMap, Replace::Discard};
 
+// One message of kLen bytes with tag i: rank 0 fills m with i's pattern and sends it,
+// rank 1 receives into m and checks the pattern.
+void pass(Rank& r, Mapping& m, int i) {
+  if (r.rank == 0) {
+    m.fill(uint64_t(i));
+    EXPECT_EQ(r.finish(isend(r, 1, i, m.addr, kLen)).error, RDMX_OK);
+  } else {
+    EXPECT_EQ(r.finish(irecv(r, 0, i, m.addr, kLen)).error, RDMX_OK);
+    EXPECT_TRUE(check(m.addr, kLen, uint64_t(i)));
+  }
+}
+
 TEST_P(EngineTest, RcacheStalePagesAreNotReused) {
   run(
       2,
@@ -129,15 +141,7 @@ TEST_P(EngineTest, RcacheHitsOnARepeatedBuffer) {
         Mapping m(kLen);
         ASSERT_NE(m.addr, nullptr);
         auto before = stats(r);
-        for (int i = 0; i < kRounds; ++i) {
-          if (r.rank == 0) {
-            m.fill(uint64_t(i));
-            EXPECT_EQ(r.finish(isend(r, 1, i, m.addr, kLen)).error, RDMX_OK);
-          } else {
-            EXPECT_EQ(r.finish(irecv(r, 0, i, m.addr, kLen)).error, RDMX_OK);
-            EXPECT_TRUE(check(m.addr, kLen, uint64_t(i)));
-          }
-        }
+        for (int i = 0; i < kRounds; ++i) pass(r, m, i);
         // A part of the buffer is covered by its registration too.
         if (r.rank == 0)
           EXPECT_EQ(r.finish(isend(r, 1, 99, m.addr + 4096, kLen / 2)).error, RDMX_OK);
@@ -164,16 +168,7 @@ TEST_P(EngineTest, RcacheEvictsBeyondItsSize) {
         }
         auto before = stats(r);
         // Two rounds over four buffers with room for two: every use misses.
-        for (int i = 0; i < 2 * kBuffers; ++i) {
-          Mapping& m = *bufs[size_t(i % kBuffers)];
-          if (r.rank == 0) {
-            m.fill(uint64_t(i));
-            EXPECT_EQ(r.finish(isend(r, 1, i, m.addr, kLen)).error, RDMX_OK);
-          } else {
-            EXPECT_EQ(r.finish(irecv(r, 0, i, m.addr, kLen)).error, RDMX_OK);
-            EXPECT_TRUE(check(m.addr, kLen, uint64_t(i)));
-          }
-        }
+        for (int i = 0; i < 2 * kBuffers; ++i) pass(r, *bufs[size_t(i % kBuffers)], i);
         auto after = stats(r);
         EXPECT_EQ(after.rcache_misses - before.rcache_misses, uint64_t(2 * kBuffers));
         EXPECT_EQ(after.rcache_hits - before.rcache_hits, 0u);
@@ -193,15 +188,7 @@ TEST_P(EngineTest, RcacheOffRegistersEveryMessage) {
         Mapping m(kLen);
         ASSERT_NE(m.addr, nullptr);
         auto before = stats(r);
-        for (int i = 0; i < kRounds; ++i) {
-          if (r.rank == 0) {
-            m.fill(uint64_t(i));
-            EXPECT_EQ(r.finish(isend(r, 1, i, m.addr, kLen)).error, RDMX_OK);
-          } else {
-            EXPECT_EQ(r.finish(irecv(r, 0, i, m.addr, kLen)).error, RDMX_OK);
-            EXPECT_TRUE(check(m.addr, kLen, uint64_t(i)));
-          }
-        }
+        for (int i = 0; i < kRounds; ++i) pass(r, m, i);
         auto after = stats(r);
         EXPECT_EQ(after.rcache_registrations - before.rcache_registrations, uint64_t(kRounds));
         EXPECT_EQ(after.rcache_hits, 0u);

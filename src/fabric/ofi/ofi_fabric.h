@@ -207,9 +207,11 @@ class Fabric {
   // The READs it suggests (RDMX_RNDV_CHUNK=-1): as the verbs backend does, smaller ones
   // and fewer in flight when the verbs provider drives a software device (rxe, siw).
   uint64_t rndv_chunk(const Conn*) const {
-    return software_device_ ? 64 * 1024 : fabric::kDefaultRndvChunk;
+    return software_device_ ? fabric::kSoftwareDeviceRndvChunk : fabric::kDefaultRndvChunk;
   }
-  uint32_t max_reads(const Conn*) const { return software_device_ ? 4 : UINT32_MAX; }
+  uint32_t max_reads(const Conn*) const {
+    return software_device_ ? fabric::kSoftwareDeviceMaxReads : UINT32_MAX;
+  }
 
   int post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r);
   int send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr);

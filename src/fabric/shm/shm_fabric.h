@@ -21,6 +21,7 @@
 #include "fabric/shm/shm_conn.h"
 #include "fabric/shm/shm_host.h"
 #include "fabric/shm/shm_socket.h"
+#include "protocol/wire.h"
 #include "rdmx/rdmx.h"
 
 namespace rdmx::shm {
@@ -125,7 +126,7 @@ class Fabric {
   static constexpr size_t kConnectDataMax = 56;
   static constexpr size_t kAcceptDataMax = 196;
   // The engine's message header, the first piece of nearly every SEND.
-  static constexpr uint32_t kHeaderBytes = 32;
+  static constexpr uint32_t kHeaderBytes = sizeof(wire::Header);
 
  private:
   // Whether a decoded address is of this host, user, network namespace and domain.

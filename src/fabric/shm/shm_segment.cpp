@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/log.h"
 #include "rdmx/rdmx.h"
 #include "topology/numa_memory.h"
 
@@ -51,11 +50,7 @@ int Segment::create(size_t bytes, std::string& err) {
   size_ = bytes;
   // The owner reads what arrives here: its pages on the owner's NUMA node where the
   // owner runs within one (numa_memory.h), set before they are allocated just below.
-  if (int node = topology::numa_node_of(topology::thread_cpus()); node >= 0) {
-    std::string why;
-    if (!topology::prefer_node(p, bytes, node, why))
-      RDMX_LOG(LogLevel::Debug, -1, "shm: the segment stays where first touched: %s", why.c_str());
-  }
+  topology::prefer_local(p, bytes);
   if (int e = ::posix_fallocate(fd_, 0, off_t(bytes)); e != 0) {
     err = "reserving " + std::to_string(bytes) +
           " bytes of shared memory failed: " + std::strerror(e) +

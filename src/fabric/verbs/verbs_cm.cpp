@@ -20,7 +20,7 @@ const sockaddr* as_sockaddr(const sockaddr_storage& ss) {
 
 int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, void* user,
                         Conn** out, std::string& err) {
-  if (device_dead_) {
+  if (!device_why_.empty()) {
     err = "no new connection: " + device_why_;
     return RDMX_ERR_NO_DEVICE;
   }
@@ -259,7 +259,6 @@ void Fabric::peer_gone(Conn* c, fabric::Failure f, std::string why) {
 void Fabric::device_removed() { device_failed("the RDMA device " + dev_.name() + " was removed"); }
 
 void Fabric::device_failed(const std::string& why) {
-  device_dead_ = true;
   device_why_ = why;
   for (auto& c : conns_) fail(c.get(), CmOutcome::ConnError, fabric::Failure::DeviceRemoved, why);
 }

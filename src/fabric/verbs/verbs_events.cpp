@@ -87,7 +87,7 @@ void Fabric::on_connect_request(rdma_cm_id* raw, const uint8_t* pdata, uint32_t 
   CmId id(raw);
   id->context = nullptr;
   std::string peer = format_address(rdma_get_peer_addr(raw));
-  if (device_dead_) {
+  if (!device_why_.empty()) {
     rdma_reject(raw, nullptr, 0);
     return;
   }

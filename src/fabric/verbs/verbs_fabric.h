@@ -83,9 +83,11 @@ class Fabric {
   // keeps a burst within what a path's queues hold, at the same bandwidth on one host
   // (docs/performance.md).
   uint64_t rndv_chunk(const Conn*) const {
-    return software_ ? 64 * 1024 : fabric::kDefaultRndvChunk;
+    return software_ ? fabric::kSoftwareDeviceRndvChunk : fabric::kDefaultRndvChunk;
   }
-  uint32_t max_reads(const Conn*) const { return software_ ? 4 : UINT32_MAX; }
+  uint32_t max_reads(const Conn*) const {
+    return software_ ? fabric::kSoftwareDeviceMaxReads : UINT32_MAX;
+  }
 
   int post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r);
   int send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr);
@@ -167,10 +169,9 @@ class Fabric {
   uint32_t rq_depth_ = 128;
   uint32_t max_inline_ = 256;
   uint32_t progress_calls_ = 0;
-  uint32_t in_setup_ = 0;   // connections between create_conn and established or closed
-  uint32_t unsettled_ = 0;  // closed or gone connections not reaped yet
-  bool device_dead_ = false;
-  std::string device_why_;   // what ended the device, for connections asked for after
+  uint32_t in_setup_ = 0;    // connections between create_conn and established or closed
+  uint32_t unsettled_ = 0;   // closed or gone connections not reaped yet
+  std::string device_why_;   // what ended the device (device_failed); empty while it lives
   bool cq_armed_ = false;    // a completion will raise an event on the completion channel
   bool cm_kick_ = false;     // wait() saw the rdma_cm channel readable: read it next progress
   bool async_kick_ = false;  // wait() saw the device's event descriptor readable
