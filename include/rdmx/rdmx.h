@@ -230,7 +230,9 @@ RDMX_API const char* rdmx_fabric_name(rdmx_context_t* ctx);
 RDMX_API int rdmx_set_job_secret(rdmx_context_t* ctx, const void* secret, size_t len);
 /* The path to rank's peer once its address is added: "shm" (shared memory, the peer is
  * on this host) or the network fabric's name ("ofi", "verbs", "loopback"); "" if rank
- * has no address or is out of range, "self" for this rank. */
+ * has no address or is out of range, "self" for this rank. A context with several RDMA
+ * devices (RDMX_VERBS_DEVICE=a,b or all) names the device too once a connection to the
+ * peer exists: "verbs:mlx5_1". */
 RDMX_API const char* rdmx_peer_fabric(rdmx_context_t* ctx, int32_t rank);
 RDMX_API const char* rdmx_strerror(int status);
 /* The last error's explanation in words (peer, cause), or "" if none. With a NULL

@@ -73,6 +73,10 @@ class EngineContext final : public Context {
     if (!a) return "";
     if (rank == e_.rank()) return "self";
     if (a->empty()) return "";
+    // A context with several devices names the one a connection goes through.
+    if constexpr (requires(const typename F::Conn* c) { e_.fabric().path_label(c); })
+      if (const auto* c = e_.peer_conn(rank))
+        if (const char* label = e_.fabric().path_label(c)) return label;
     if constexpr (requires { F::kNetName; })
       return e_.fabric().via_shm(a->data(), a->size()) ? "shm" : F::kNetName;
     return F::kName;

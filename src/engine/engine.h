@@ -77,6 +77,12 @@ class Engine {
   const std::vector<uint8_t>* peer_address(int32_t rank) const {
     return rank >= 0 && rank < size_ ? &peers_[size_t(rank)].address : nullptr;
   }
+  // The fabric's connection to rank (made or being made), or null.
+  const typename F::Conn* peer_conn(int32_t rank) const {
+    if (rank < 0 || rank >= size_) return nullptr;
+    const Link<F>* l = peers_[size_t(rank)].link.get();
+    return l ? l->conn : nullptr;
+  }
 
   // Fabric callbacks (engine_connect.h, engine_recv.h, engine_rndv.h, engine_failure.h).
   void on_connect_request(typename F::ConnRequest* req, const uint8_t* pdata, size_t len);

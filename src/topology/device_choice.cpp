@@ -78,6 +78,28 @@ const char* locality_name(Locality l) {
   return "?";
 }
 
+unsigned device_tier(const DeviceChoice& c, size_t index) {
+  if (c.order.empty()) return 0;
+  size_t near = std::max<size_t>(c.tied, 1);
+  for (size_t k = 0; k < c.order.size() && k < near; ++k)
+    if (c.order[k] == index) return 0;
+  return 1;
+}
+
+std::vector<std::string> split_device_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    out.push_back(item);
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
+
 std::string format_indexes(const IndexList& l) {
   std::string s;
   for (size_t i = 0; i < l.size();) {

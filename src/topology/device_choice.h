@@ -64,6 +64,15 @@ struct DeviceChoice {
 DeviceChoice choose_device(const std::vector<DeviceLocality>& devices, const RankPlace& rank,
                            const NumaDistances& distances, const std::string& override_name = "");
 
+// For a context that uses several devices (RDMX_VERBS_DEVICE=a,b or all): 0 if device
+// `index` of the list is among the nearest (the devices tied for first, or every device
+// when none is located), else 1.
+unsigned device_tier(const DeviceChoice& c, size_t index);
+
+// RDMX_VERBS_DEVICE as a list: the items between its commas, without surrounding blanks
+// (empty items kept, for the caller to refuse). "mlx5_0" is a list of one.
+std::vector<std::string> split_device_list(const std::string& text);
+
 // "0-3,8", for messages.
 std::string format_indexes(const IndexList& l);
 

@@ -57,6 +57,23 @@ TEST(DeviceChoice, NumaDistanceBreaksTies) {
   EXPECT_EQ(first(choose_device(d, {{4}, {2}, 1}, {}), d), "mlx5_1");
 }
 
+// A context that uses both devices: the one local to the rank is its near tier (its
+// connections go there first); a rank spanning both nodes has two near devices; without
+// any locality every device is near.
+TEST(DeviceChoice, WithSeveralDevicesTheLocalOnesAreTheNearTier) {
+  auto d = two_rails();
+  DeviceChoice c = choose_device(d, {{2, 3}, {1}, 0}, three_nodes());
+  EXPECT_EQ(device_tier(c, 1), 0u);
+  EXPECT_EQ(device_tier(c, 0), 1u);
+  c = choose_device(d, {{1, 2}, {0, 1}, 5}, three_nodes());
+  EXPECT_EQ(device_tier(c, 0), 0u);
+  EXPECT_EQ(device_tier(c, 1), 0u);
+  c = choose_device({{"rxe0"}, {"rxe1"}}, {{0}, {0}, 0}, three_nodes());
+  EXPECT_TRUE(c.order.empty());
+  EXPECT_EQ(device_tier(c, 0), 0u);
+  EXPECT_EQ(device_tier(c, 1), 0u);
+}
+
 TEST(DeviceChoice, MoreOfTheRankLocalIsNotNearer) {
   // Locality is all, some or none of the rank's PUs: three PUs on node 0 and one on node
   // 1 still tie, and the distance sums tie too.

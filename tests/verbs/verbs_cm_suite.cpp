@@ -454,6 +454,26 @@ TEST_F(VerbsCm, TheDeviceCanBeChosenByNameOrAddress) {
   EXPECT_EQ(init_error({{"RDMX_VERBS_DEVICE", ip}}), "");
 }
 
+// Several devices for one context: a comma-separated list or "all"; what is wrong in a
+// list is named, and a shared receive queue (one device's) is refused with several.
+TEST_F(VerbsCm, SeveralDevicesAreNamedWithCommasOrAll) {
+  const char* dev = std::getenv("RDMX_VM_DEV0");
+  if (!dev) GTEST_SKIP() << "SKIPPED: needs the VM's RDMX_VM_DEV0";
+  std::string d = dev;
+  std::string why = init_error({{"RDMX_VERBS_DEVICE", d + ",,other"}});
+  EXPECT_NE(why.find("accepted are one device name or IP address, several separated by commas, "
+                     "or all"),
+            std::string::npos)
+      << why;
+  why = init_error({{"RDMX_VERBS_DEVICE", d + "," + d}});
+  EXPECT_NE(why.find(d + " is named twice"), std::string::npos) << why;
+  why = init_error({{"RDMX_VERBS_DEVICE", d + ",nosuchdev7"}});
+  EXPECT_NE(why.find("RDMX_VERBS_DEVICE=nosuchdev7"), std::string::npos) << why;
+  why = init_error({{"RDMX_VERBS_DEVICE", d + ",nosuchdev7"}, {"RDMX_SRQ", "1"}});
+  EXPECT_NE(why.find("RDMX_SRQ=1 with several devices"), std::string::npos) << why;
+  EXPECT_EQ(init_error({{"RDMX_VERBS_DEVICE", "all"}}), "");
+}
+
 // Ranks on two hosts of the multi-host VM (tests/vm/vm-run --hosts 2): traffic leaves
 // rxe0 and crosses the bridge to rxe1 instead of looping back inside one device.
 class VerbsMultiHost : public VerbsCm {
@@ -527,6 +547,55 @@ TEST_F(VerbsMultiHost, RanksOnTwoHostsTalkAcrossTheBridge) {
               static_cast<unsigned long long>(retries() - retries0));
   EXPECT_GE(counter(dev(0), "sent_pkts") - sent0, 100u) << dev(0) << " sent nothing";
   EXPECT_GE(counter(dev(1), "rcvd_pkts") - rcvd1, 100u) << dev(1) << " received nothing";
+}
+
+// A rank with both hosts' devices (RDMX_VERBS_DEVICE=rxe0,rxe1) and two peers, each
+// with one device of the other host: the rank's connections go through one device
+// each (the least used of two equal ones), it says which, and data crosses the bridge
+// both ways on both: eager messages and rendezvous READs, whose keys are the keys of
+// the connection's device.
+TEST_F(VerbsMultiHost, ARankWithTwoDevicesReachesEachPeerThroughOne) {
+  uint64_t sent0 = counter(dev(0), "sent_pkts"), sent1 = counter(dev(1), "sent_pkts");
+  run_world(
+      "verbs", 3,
+      [](Rank& r) {
+        constexpr size_t kBig = 1 << 20;
+        std::vector<uint8_t> out(kBig), in(kBig);
+        auto exchange = [&](int peer) {
+          uint64_t v = uint64_t(r.rank * 10 + peer), w = 0;
+          fill(out, uint64_t(r.rank * 10 + peer));
+          if (r.rank == 0) {  // rank 0 speaks first: its side makes both connections
+            EXPECT_EQ(r.finish(isend(r, peer, 1, &v, sizeof v)).error, RDMX_OK);
+            EXPECT_EQ(r.finish(isend(r, peer, 2, out.data(), kBig)).error, RDMX_OK);
+            EXPECT_EQ(r.finish(irecv(r, peer, 3, in.data(), kBig)).error, RDMX_OK);
+          } else {
+            EXPECT_EQ(r.finish(irecv(r, peer, 1, &w, sizeof w)).error, RDMX_OK);
+            EXPECT_EQ(w, uint64_t(peer * 10 + r.rank));
+            EXPECT_EQ(r.finish(irecv(r, peer, 2, in.data(), kBig)).error, RDMX_OK);
+            EXPECT_EQ(r.finish(isend(r, peer, 3, out.data(), kBig)).error, RDMX_OK);
+          }
+          EXPECT_TRUE(check(in.data(), kBig, uint64_t(peer * 10 + r.rank)))
+              << "rank " << r.rank << " from " << peer;
+        };
+        if (r.rank == 0) {
+          exchange(1);
+          exchange(2);
+          EXPECT_EQ(std::string(rdmx_peer_fabric(r.ctx, 1)), "verbs:" + dev(0));
+          EXPECT_EQ(std::string(rdmx_peer_fabric(r.ctx, 2)), "verbs:" + dev(1));
+        } else {
+          exchange(0);
+          EXPECT_EQ(std::string(rdmx_peer_fabric(r.ctx, 0)), "verbs");
+        }
+        r.barrier();
+      },
+      SettingList{},
+      [](int rank) {
+        std::string d = rank == 0 ? dev(0) + "," + dev(1) : dev(rank % 2);
+        return SettingList{{"RDMX_VERBS_DEVICE", d}};
+      });
+  // Rank 0 sent from rxe0 to rank 1 (on rxe1) and from rxe1 to rank 2 (on rxe0).
+  EXPECT_GE(counter(dev(0), "sent_pkts") - sent0, 1000u) << dev(0) << " sent little";
+  EXPECT_GE(counter(dev(1), "sent_pkts") - sent1, 1000u) << dev(1) << " sent little";
 }
 
 // Two ranks in children of this process, the sender killed by the parent once the

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fabric/fabric.h"
+#include "fabric/relay.h"
 #include "fabric/shm/shm_fabric.h"
 
 namespace rdmx::composite {
@@ -92,6 +93,12 @@ class Fabric {
     return shm_on_ && split(addr, len, nullptr, nullptr, &s, &sl) && sl && shm_.reachable(s, sl);
   }
   const std::string& shm_off_reason() const { return shm_off_why_; }
+  // The network fabric's words for the path of c, or null (rails_fabric.h).
+  const char* path_label(const Conn* c) const {
+    if constexpr (requires { net_.path_label(c->net); })
+      if (c->net) return net_.path_label(c->net);
+    return nullptr;
+  }
   bool shm_on() const { return shm_on_; }
 
   int create_conn(const uint8_t* addr, size_t len, ConnRequest* req, void* user, Conn** out,
@@ -167,6 +174,8 @@ class Fabric {
   // What a rendezvous tells the peer on c about the buffer p of region r.
   std::pair<uint64_t, uint64_t> remote_ref(const Conn* c, const Region& r, const void* p) const {
     if (c->shm) return {r.shm_.remote_address(p), r.shm_.key()};
+    if constexpr (requires { net_.remote_ref(c->net, r.net_, p); })
+      return net_.remote_ref(c->net, r.net_, p);
     return {r.net_.remote_address(p), r.net_.key()};
   }
 
@@ -229,9 +238,8 @@ class Fabric {
  private:
   // The inner fabrics' reports, passed on with their requests wrapped.
   template <class Sink, class Inner>
-  struct Relay {
+  struct Relay : fabric::Relay<Sink> {
     Fabric* self;
-    Sink& sink;
     void on_connect_request(typename Inner::ConnRequest* r, const uint8_t* pdata, size_t len) {
       auto w = std::make_unique<ConnRequest>();
       if constexpr (std::is_same_v<Inner, shm::Fabric>)
@@ -240,22 +248,7 @@ class Fabric {
         w->net = r;
       ConnRequest* raw = w.get();
       self->requests_.push_back(std::move(w));
-      sink.on_connect_request(raw, pdata, len);
-    }
-    void on_established(void* u, const fabric::ConnAttrs& a, const uint8_t* p, size_t n) {
-      sink.on_established(u, a, p, n);
-    }
-    void on_rejected(void* u, const uint8_t* p, size_t n, const char* why) {
-      sink.on_rejected(u, p, n, why);
-    }
-    void on_conn_error(void* u, fabric::Failure f, const char* why) {
-      sink.on_conn_error(u, f, why);
-    }
-    void on_recv(void* u, uint64_t wr, uint32_t len) { sink.on_recv(u, wr, len); }
-    void on_send_done(void* u, uint64_t wr) { sink.on_send_done(u, wr); }
-    void on_read_done(void* u, uint64_t wr) { sink.on_read_done(u, wr); }
-    void on_wr_error(void* u, uint64_t wr, fabric::Failure f, const char* why) {
-      sink.on_wr_error(u, wr, f, why);
+      this->sink.on_connect_request(raw, pdata, len);
     }
   };
 
@@ -290,7 +283,7 @@ template <class Sink>
 int Fabric<Net>::progress(Sink& sink) {
   int n = 0;
   if (shm_on_) {
-    Relay<Sink, shm::Fabric> r{this, sink};
+    Relay<Sink, shm::Fabric> r{{sink}, this};
     n += shm_.progress(r);
   }
   // Without network connections the network fabric only has requests to notice: it is
@@ -298,7 +291,7 @@ int Fabric<Net>::progress(Sink& sink) {
   // that on-host messages should not pay for (a request from another host waits a few
   // hundred microseconds more).
   if (net_conns_ || !shm_on_ || (++calls_ & 4095) == 0) {
-    Relay<Sink, Net> r{this, sink};
+    Relay<Sink, Net> r{{sink}, this};
     n += net_.progress(r);
   }
   return n;

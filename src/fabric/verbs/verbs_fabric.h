@@ -23,6 +23,8 @@
 #include "container/ring.h"
 #include "core/log.h"
 #include "fabric/fabric.h"
+#include "fabric/rails/rail_path.h"
+#include "fabric/rails/rail_spec.h"
 #include "fabric/verbs/verbs_async.h"
 #include "fabric/verbs/verbs_conn.h"
 #include "fabric/verbs/verbs_device.h"
@@ -107,6 +109,14 @@ class Fabric {
   int post_shared_recv(void* buf, uint32_t len, const Region& r, uint64_t wr);
 
   const Device& device() const { return dev_; }
+
+  // For the rails fabric (verbs_rails.cpp): the devices RDMX_VERBS_DEVICE asks for (one,
+  // several separated by commas, or all), each with the settings that open it alone;
+  // the IP address in a peer's address; this device's address and subnet.
+  static int rail_specs(const Settings& s, std::vector<rails::RailSpec>& out, std::string& err);
+  static bool address_prefix(const uint8_t* addr, size_t len, rails::IpPrefix& out);
+  rails::IpPrefix local_prefix() const;
+  const std::string& device_name() const { return dev_.name(); }
   // How many receives the shared queue holds (valid after open()).
   uint32_t shared_receive_depth() const { return dev_.srq_depth(); }
 

@@ -10,9 +10,11 @@ constexpr SettingDecl kDecls[] = {
      .type = RDMX_SETTING_TEXT,
      .def_text = "",
      .help = "verbs fabric: the RDMA device (e.g. mlx5_0, rxe1) or the IP address to use; "
-             "empty = the device nearest the calling thread's CPUs (hwloc: PCI locality, then "
-             "NUMA distance, then round-robin by RDMX_LOCAL_RANK), or without a known locality "
-             "the first device with an IP address",
+             "several separated by commas, or all, for a context that uses several devices "
+             "(each connection through one: a device in the peer's subnet, the nearest, the "
+             "least used); empty = the device nearest the calling thread's CPUs (hwloc: PCI "
+             "locality, then NUMA distance, then round-robin by RDMX_LOCAL_RANK), or without a "
+             "known locality the first device with an IP address",
      .store_text = store_text<&Settings::verbs_device>},
 };
 
