@@ -84,6 +84,38 @@ std::string chosen(const rdmx::topology::DeviceChoice& c,
   return s;
 }
 
+// What a context with several devices (RDMX_VERBS_DEVICE=a,b or all) would use: the
+// near tier, which its connections share, then the rest.
+std::string several(const rdmx::topology::DeviceChoice& c,
+                    const std::vector<rdmx::topology::DeviceLocality>& devices,
+                    const std::vector<std::string>& wanted) {
+  std::string near, far;
+  for (const std::string& w : wanted) {
+    size_t i = 0;
+    while (i < devices.size() && devices[i].name != w) ++i;
+    unsigned tier = i < devices.size() ? rdmx::topology::device_tier(c, i) : 0;
+    (tier == 0 ? near : far) += (tier == 0 ? near : far).empty() ? w : " " + w;
+  }
+  std::string s = near.empty() ? "none" : near;
+  s += " (near: each connection through the least used)";
+  if (!far.empty()) s += ", then " + far + " (for peers in a subnet only these reach)";
+  return s;
+}
+
+// The names RDMX_VERBS_DEVICE lists when it asks for several devices, else empty.
+std::vector<std::string> listed_devices(const std::string& setting,
+                                        const std::vector<rdmx::topology::DeviceLocality>& all) {
+  std::vector<std::string> out;
+  if (setting == "all") {
+    for (const auto& d : all) out.push_back(d.name);
+    return out;
+  }
+  if (setting.find(',') == std::string::npos) return out;
+  for (const std::string& item : rdmx::topology::split_device_list(setting))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
 // The RDMA devices, their PCI parents and NUMA nodes, and the device choice for this
 // thread and for a rank bound to each core. With a topology that is not this machine's
 // (HWLOC_XMLFILE), or without verbs devices, hwloc's OpenFabrics devices stand in: the
@@ -150,25 +182,33 @@ int print_topology() {
   std::printf("this thread's receive and bounce buffers: %s\n",
               node >= 0 ? ("preferred on NUMA node " + std::to_string(node)).c_str()
                         : "where first touched (one NUMA node, or CPUs on several)");
-  if (!s.verbs_device.empty()) {
+  std::vector<std::string> wanted = listed_devices(s.verbs_device, devices);
+  if (!s.verbs_device.empty() && wanted.empty()) {
     std::printf("every rank: RDMX_VERBS_DEVICE=%s\n", s.verbs_device.c_str());
     return 0;
   }
+  if (!wanted.empty())
+    std::printf(
+        "several devices per rank (RDMX_VERBS_DEVICE=%s); a connection goes through "
+        "one: a device in the peer's subnet, the nearest, the least used\n",
+        s.verbs_device.c_str());
+  auto describe = [&](const DeviceChoice& c) {
+    return wanted.empty() ? chosen(c, devices) : several(c, devices, wanted);
+  };
 #if RDMX_HAVE_HWLOC
   if (topo.is_this_system()) {
     IndexList bound = topo.binding();
     std::printf("this thread, bound to CPUs %s: %s\n",
                 bound.empty() ? "(unknown)" : format_indexes(bound).c_str(),
-                chosen(choose_device(devices, topo.place(bound, lr.value), dist), devices).c_str());
+                describe(choose_device(devices, topo.place(bound, lr.value), dist)).c_str());
   }
   std::printf("a rank bound to one core:\n");
   std::vector<IndexList> cores = topo.cores();
   for (size_t i = 0; i < cores.size(); ++i)
-    std::printf(
-        "  core %zu (CPUs %s): %s\n", i, format_indexes(cores[i]).c_str(),
-        chosen(choose_device(devices, topo.place(cores[i], lr.value), dist), devices).c_str());
+    std::printf("  core %zu (CPUs %s): %s\n", i, format_indexes(cores[i]).c_str(),
+                describe(choose_device(devices, topo.place(cores[i], lr.value), dist)).c_str());
 #else
-  std::printf("every rank: %s\n", chosen(choose_device(devices, {}, dist), devices).c_str());
+  std::printf("every rank: %s\n", describe(choose_device(devices, {}, dist)).c_str());
 #endif
   return 0;
 }

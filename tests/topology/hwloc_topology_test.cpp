@@ -132,5 +132,21 @@ TEST(RdmxInfo, TopologyShowsEachCoresDevice) {
   EXPECT_NE(c.output.find("every rank: RDMX_VERBS_DEVICE=mlx5_1"), std::string::npos) << c.output;
 }
 
+// With both devices in use, each core's near one comes first, the other after it.
+TEST(RdmxInfo, TopologyShowsEachCoresDevicesWhenThereAreSeveral) {
+  for (const char* setting : {"all", "mlx5_1,mlx5_0"}) {
+    test::Child c = test::run_program(
+        {test::tool("rdmx_info"), "--topology"},
+        {"HWLOC_XMLFILE=" + kXmlFile, std::string("RDMX_VERBS_DEVICE=") + setting}, 30);
+    ASSERT_EQ(c.status, 0) << c.output;
+    for (const char* want : {"several devices per rank",
+                             "core 0 (CPUs 0): mlx5_0 (near: each connection through the least "
+                             "used), then mlx5_1 (for peers in a subnet only these reach)",
+                             "core 3 (CPUs 3): mlx5_1 (near"})
+      EXPECT_NE(c.output.find(want), std::string::npos) << setting << ": " << want << "\n"
+                                                        << c.output;
+  }
+}
+
 }  // namespace
 }  // namespace rdmx::topology
