@@ -97,6 +97,18 @@ TEST(RailPath, SingleDeviceRanksSpreadOverAPeersDevices) {
   EXPECT_EQ(choose_path(mine, peer, 4).peer, 1u);
 }
 
+// A failed device takes no new connection while another one is up; with none up, the
+// rule still answers (the fabric then says why the connection cannot be made).
+TEST(RailPath, AFailedDeviceIsLeftOutWhileAnotherIsUp) {
+  std::vector<RailView> mine = {rail("10.0.0.1", 24), rail("10.0.0.2", 24, 1, 5)};
+  mine[0].down = true;
+  EXPECT_EQ(choose_path(mine, {ip("10.0.0.9")}, 0).rail, 1u);
+  mine[1].local = ip("10.1.0.2", 24);  // the one up is not on the peer's subnet: still it
+  EXPECT_EQ(choose_path(mine, {ip("10.0.0.9")}, 0).rail, 1u);
+  mine[1].down = true;
+  EXPECT_EQ(choose_path(mine, {ip("10.0.0.9")}, 0).rail, 0u);
+}
+
 // No pair shares a subnet (a routed network): every pair is a candidate.
 TEST(RailPath, WithoutACommonSubnetEveryPairIsACandidate) {
   std::vector<RailView> mine = {rail("10.1.0.1", 16, 0, 1), rail("10.2.0.1", 16, 0, 0)};

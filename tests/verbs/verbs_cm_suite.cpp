@@ -1,6 +1,7 @@
 // Connection management over rdma_cm as the engine sees it: private data limits and
 // padding, every reject reason in words at the connecting side, simultaneous connect,
 // negotiated read depth, who speaks first, unreachable peers and a peer that dies.
+#include <arpa/inet.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -596,6 +597,47 @@ TEST_F(VerbsMultiHost, ARankWithTwoDevicesReachesEachPeerThroughOne) {
   // Rank 0 sent from rxe0 to rank 1 (on rxe1) and from rxe1 to rank 2 (on rxe0).
   EXPECT_GE(counter(dev(0), "sent_pkts") - sent0, 1000u) << dev(0) << " sent little";
   EXPECT_GE(counter(dev(1), "sent_pkts") - sent1, 1000u) << dev(1) << " sent little";
+}
+
+// A rank's first device fails (a fatal event, injected as rxe raises none on demand)
+// before it connects: its connection goes through its other device, and works.
+TEST_F(VerbsMultiHost, ARankGoesOnThroughItsOtherDeviceWhenOneFails) {
+  run_world(
+      "verbs", 2,
+      [](Rank& r) {
+        if (r.rank == 0) {
+          // The device as this process has it open (librdmacm opens each device once).
+          rdma_cm_id* id = nullptr;
+          ASSERT_EQ(rdma_create_id(nullptr, &id, nullptr, RDMA_PS_TCP), 0);
+          sockaddr_in a{};
+          a.sin_family = AF_INET;
+          ASSERT_EQ(inet_pton(AF_INET, std::getenv("RDMX_VM_ADDR0"), &a.sin_addr), 1);
+          ASSERT_EQ(rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&a)), 0);
+          ASSERT_TRUE(id->verbs);
+          verbs::async_events::inject(id->verbs, verbs::AsyncEvent{IBV_EVENT_DEVICE_FATAL});
+          rdma_destroy_id(id);
+          for (int i = 0; i < 600; ++i) rdmx_progress(r.ctx);  // the device takes it
+        }
+        r.barrier();
+        constexpr size_t kBig = 1 << 20;
+        std::vector<uint8_t> out(kBig), in(kBig);
+        fill(out, uint64_t(r.rank));
+        int peer = 1 - r.rank;
+        if (r.rank == 0) {
+          EXPECT_EQ(r.finish(isend(r, peer, 1, out.data(), kBig)).error, RDMX_OK);
+          EXPECT_EQ(r.finish(irecv(r, peer, 2, in.data(), kBig)).error, RDMX_OK);
+          EXPECT_EQ(std::string(rdmx_peer_fabric(r.ctx, 1)), "verbs:" + dev(1));
+        } else {
+          EXPECT_EQ(r.finish(irecv(r, peer, 1, in.data(), kBig)).error, RDMX_OK);
+          EXPECT_EQ(r.finish(isend(r, peer, 2, out.data(), kBig)).error, RDMX_OK);
+        }
+        EXPECT_TRUE(check(in.data(), kBig, uint64_t(peer)));
+        r.barrier();
+      },
+      SettingList{},
+      [](int rank) {
+        return SettingList{{"RDMX_VERBS_DEVICE", rank == 0 ? dev(0) + "," + dev(1) : dev(0)}};
+      });
 }
 
 // Two ranks in children of this process, the sender killed by the parent once the

@@ -28,18 +28,23 @@ std::string IpPrefix::text() const {
 
 Path choose_path(const std::vector<RailView>& mine, const std::vector<IpPrefix>& peer,
                  uint64_t spread) {
+  // Failed devices are no candidates while one is up (with none up, the fabric says why
+  // the connection cannot be made).
+  bool any_up = false;
+  for (const RailView& v : mine) any_up = any_up || !v.down;
+  auto usable = [&](size_t i) { return !any_up || !mine[i].down; };
   // 1. Which pairs share a subnet; without any, every pair is a candidate.
   std::vector<std::vector<size_t>> reach(mine.size());
   bool any = false;
   for (size_t i = 0; i < mine.size(); ++i)
-    for (size_t j = 0; j < peer.size(); ++j)
+    for (size_t j = 0; j < peer.size() && usable(i); ++j)
       if (mine[i].local.contains(peer[j])) {
         reach[i].push_back(j);
         any = true;
       }
   if (!any)
-    for (auto& r : reach)
-      for (size_t j = 0; j < peer.size(); ++j) r.push_back(j);
+    for (size_t i = 0; i < mine.size(); ++i)
+      for (size_t j = 0; j < peer.size() && usable(i); ++j) reach[i].push_back(j);
   // 2 and 3. The nearest tier among devices that reach the peer, then the least used.
   size_t best = mine.size();
   for (size_t i = 0; i < mine.size(); ++i) {

@@ -2,7 +2,7 @@
 // which of the peer's devices. A pure function of plain values, so that the rule is
 // tested without devices; rails_fabric.h applies it.
 //
-// The rule, in order:
+// The rule, in order (a device that failed is left out while another one is up):
 //   1. Reachable first: pairs whose two addresses lie in the subnet of this side's
 //      device (a rail of a multi-rail cluster is its own subnet; a device of another
 //      rail would be reached, if at all, through a router). When no pair shares a
@@ -39,6 +39,7 @@ struct RailView {
   IpPrefix local;      // its address and subnet
   unsigned tier = 0;   // 0 = nearest
   uint32_t conns = 0;  // connections made through it so far
+  bool down = false;   // the device failed: no new connection through it
 };
 
 struct Path {

@@ -187,6 +187,8 @@ class Fabric {
                 std::string(kName) + " fabric's (one device's, or several behind a header)";
           return RDMX_ERR_INVALID;
         }
+        if constexpr (requires(const Net& n) { n.device_down(); })
+          for (size_t i = 0; i < rails_.size(); ++i) views_[i].down = rails_[i]->device_down();
         path = choose_path(views_, peer, spread_);
         RDMX_LOG(LogLevel::Info, rank_, "rails: to %s through %s (%s)",
                  peer[path.peer].text().c_str(), rails_[path.rail]->device_name().c_str(),

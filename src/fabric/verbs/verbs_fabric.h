@@ -117,6 +117,8 @@ class Fabric {
   static bool address_prefix(const uint8_t* addr, size_t len, rails::IpPrefix& out);
   rails::IpPrefix local_prefix() const;
   const std::string& device_name() const { return dev_.name(); }
+  // The device failed (removed, or a fatal event): no new connection through it.
+  bool device_down() const { return !device_why_.empty(); }
   // How many receives the shared queue holds (valid after open()).
   uint32_t shared_receive_depth() const { return dev_.srq_depth(); }
 
