@@ -2,6 +2,9 @@
 // queue pair, port or device failure ends the connections it touches at once, with a
 // message naming the device, the port and the event, instead of leaving them to time
 // out; COMM_EST is passed to rdma_cm; the rest is logged.
+#include <poll.h>
+
+#include <chrono>
 #include <string>
 
 #include "core/log.h"
@@ -15,6 +18,44 @@ void Fabric::take_async_events() {
   if (!ctx) return;
   async_events::poll(ctx, this, async_inbox_);
   for (const AsyncEvent& e : async_inbox_) on_async_event(e);
+}
+
+// A work request failed. The kernel queues a port's events for the process to read, so
+// a request that failed because the link went down can complete before the port's
+// event can be read, most of all on a busy host; a software device's send fails (a
+// local queue pair error) even before its port is marked down. So: if the port is down,
+// or the error is local, wait a bounded time for the port's event (once per fall of
+// the port: a driver that raises none costs one wait, not one per connection).
+void Fabric::take_async_events_after_error(const Conn* c, ibv_wc_status status) {
+  take_async_events();
+  ibv_context* ctx = dev_.context();
+  if (c->remote_gone || port_event_awaited_ || !ctx) return;
+  uint8_t port = c->id && c->id->port_num ? c->id->port_num
+                 : dev_.listener()        ? dev_.listener()->port_num
+                                          : 1;
+  auto port_up = [&] {
+    ibv_port_attr pa{};
+    return ibv_query_port(ctx, port ? port : 1, &pa) != 0 || pa.state == IBV_PORT_ACTIVE;
+  };
+  if (status != IBV_WC_LOC_QP_OP_ERR && port_up()) return;
+  using clock = std::chrono::steady_clock;
+  constexpr auto kEventBound = std::chrono::milliseconds(1000);  // the port is down
+  constexpr auto kDownBound = std::chrono::milliseconds(200);    // to see it go down
+  auto start = clock::now();
+  bool down = false;
+  while (!c->remote_gone) {
+    auto waited = clock::now() - start;
+    if (!down && !(down = !port_up()) && waited >= kDownBound) return;  // the port stayed up
+    if (waited >= kEventBound) break;
+    pollfd p{ctx->async_fd, POLLIN, 0};
+    ::poll(&p, 1, 20);
+    take_async_events();
+  }
+  port_event_awaited_ = true;
+  if (!c->remote_gone)
+    RDMX_LOG(LogLevel::Warn, rank_,
+             "verbs: device %s port %u is down, with no event for it in %lld ms",
+             dev_.name().c_str(), unsigned(port), static_cast<long long>(kEventBound.count()));
 }
 
 void Fabric::on_async_event(const AsyncEvent& e) {
@@ -43,6 +84,10 @@ void Fabric::on_async_event(const AsyncEvent& e) {
     }
   }
   switch (e.type) {
+    case IBV_EVENT_PORT_ACTIVE:
+      port_event_awaited_ = false;
+      RDMX_LOG(LogLevel::Info, rank_, "verbs: %s: %s", where.c_str(), e.what());
+      return;
     case IBV_EVENT_PORT_ERR:
       if (dev_.listener() && e.port_num != dev_.listener()->port_num) return;
       RDMX_LOG(LogLevel::Warn, rank_, "verbs: %s: %s", where.c_str(), e.what());

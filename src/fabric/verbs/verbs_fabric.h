@@ -135,6 +135,7 @@ class Fabric {
 
   // The device's asynchronous events (verbs_device_events.cpp).
   void take_async_events();
+  void take_async_events_after_error(const Conn* c, ibv_wc_status status);
   void on_async_event(const AsyncEvent& e);
   void settle_setup(Conn* c);
   void mark_unsettled(Conn* c);
@@ -188,6 +189,7 @@ class Fabric {
   bool cm_kick_ = false;     // wait() saw the rdma_cm channel readable: read it next progress
   bool async_kick_ = false;  // wait() saw the device's event descriptor readable
   bool async_subscribed_ = false;
+  bool port_event_awaited_ = false;  // a wait for a down port's event ran (until it is up)
   uint32_t async_calls_ = 0;
   std::vector<AsyncEvent> async_inbox_;
 
@@ -238,9 +240,9 @@ void Fabric::complete(Sink& sink, const ibv_wc* batch, int i, int n) {
     return;
   }
   // A device event (a port gone down, a queue pair failed) may be what this error is
-  // the effect of; read any that is waiting, so that the cause is named, not the effect.
+  // the effect of; read it, so that the cause is named, not the effect.
   if (!c->remote_gone && !c->wr_failed) [[unlikely]]
-    take_async_events();
+    take_async_events_after_error(c, wc.status);
   const ibv_wc* cause = &wc;
   if (wc.status == IBV_WC_WR_FLUSH_ERR && !c->remote_gone && !c->wr_failed)
     for (int j = i + 1; j < n; ++j)
