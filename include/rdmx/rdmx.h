@@ -158,6 +158,8 @@ typedef struct rdmx_stats {
   uint64_t rcache_evictions;     /* unused registrations dropped beyond RDMX_RCACHE_SIZE */
   uint64_t rcache_invalidations; /* registrations dropped because their memory went */
   uint64_t rcache_registrations; /* memory registrations made for rendezvous, cached or not */
+  /* READ windows halved: a READ took at least its path's retransmission timeout. */
+  uint64_t read_backoffs;
 } rdmx_stats_t;
 
 RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);

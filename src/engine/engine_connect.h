@@ -275,7 +275,7 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
            attrs.responder_resources, attrs.max_inline, l->credits.available(),
            static_cast<unsigned long long>(l->eager_limit),
            static_cast<unsigned long long>(l->midsize_limit),
-           static_cast<unsigned long long>(l->read_chunk), l->read_depth);
+           static_cast<unsigned long long>(l->read_chunk), l->read_pacer.depth());
   if (l->active) {
     // The active side speaks first (iWARP requires it; every device accepts it).
     wire::Header h{};

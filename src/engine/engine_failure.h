@@ -16,6 +16,7 @@ void Engine<F>::on_wr_error(void* user, uint64_t wr, fabric::Failure f, const ch
     case kWrRead:
       l->sq.release();
       --l->reads_outstanding;
+      l->read_pacer.forget();
       break;
     case kWrBounce:
       bounce_free_.push_back(uint32_t(wr_value(wr)));

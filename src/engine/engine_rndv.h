@@ -58,13 +58,13 @@ void Engine<F>::choose_reads(Link<F>& l) const {
       depth = std::min(depth, fabric_.max_reads(l.conn));
   }
   l.read_chunk = std::max<uint64_t>(1, std::min(chunk, l.attrs.max_msg_size));
-  l.read_depth = std::max<uint32_t>(1, depth);
+  l.read_pacer.reset(depth, l.attrs.retransmit_ns());
 }
 
 template <fabric::Fabric F>
 void Engine<F>::schedule_reads(Link<F>& l) {
   uint64_t max_chunk = l.read_chunk;
-  while (!l.read_queue.empty() && l.reads_outstanding < l.read_depth && l.sq.has_room() &&
+  while (!l.read_queue.empty() && l.reads_outstanding < l.read_pacer.window() && l.sq.has_room() &&
          l.state.open()) {
     Req& r = *static_cast<Req*>(l.read_queue.first->owner);
     uint64_t chunk = std::min(max_chunk, r.read_len - r.read_posted);
@@ -79,6 +79,7 @@ void Engine<F>::schedule_reads(Link<F>& l) {
     }
     r.read_posted += chunk;
     ++r.reads_in_flight;
+    l.read_pacer.posted();
     l.sq.take();
     ++stats_.rdma_reads;
     if (++l.reads_outstanding > stats_.max_reads_outstanding)
@@ -92,6 +93,8 @@ void Engine<F>::on_read_done(void* user, uint64_t wr) {
   auto* l = static_cast<Link<F>*>(user);
   l->sq.release();
   --l->reads_outstanding;
+  if (l->read_pacer.completed()) [[unlikely]]
+    ++stats_.read_backoffs;
   Req* r = requests_.find(wr_value(wr));
   if (r && r->state == Req::State::Reading && --r->reads_in_flight == 0 &&
       r->read_posted == r->read_len)

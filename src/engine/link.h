@@ -12,6 +12,7 @@
 #include "core/aligned_buffer.h"
 #include "engine/credits.h"
 #include "engine/link_state.h"
+#include "engine/read_pacer.h"
 #include "engine/registration.h"
 #include "engine/send_slots.h"
 #include "fabric/fabric.h"
@@ -66,10 +67,10 @@ struct Link {
   uint32_t recv_seq = 0;
   SendSlots sq;
   uint32_t reads_outstanding = 0;
-  // This side's READs (engine_rndv.h): bytes per READ and how many in flight, at most
-  // the negotiated initiator depth.
+  // This side's READs (engine_rndv.h): bytes per READ, and how many in flight (at most
+  // the negotiated initiator depth, fewer while READs are retransmitted).
   uint64_t read_chunk = 0;
-  uint32_t read_depth = 0;
+  ReadPacer read_pacer;
   List read_queue;  // receives with READs still to post
   // The peer refused a READ (engine_failure.h): failed as a protocol error unless the
   // connection turns out, within a grace, to have gone with the peer.

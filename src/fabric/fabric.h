@@ -42,6 +42,12 @@ struct ConnAttrs {
   uint32_t max_send_wr = 256;        // send-queue slots (SENDs + READs in flight)
   uint8_t retry_count = 7;
   uint8_t rnr_retry = 0;
+  // The local ACK timeout's exponent: an unacknowledged packet is resent after
+  // 4.096 us x 2^ack_timeout; 0: no timeout (or the fabric does not say).
+  uint8_t ack_timeout = 0;
+  uint64_t retransmit_ns() const {
+    return ack_timeout && ack_timeout < 32 ? uint64_t(4096) << ack_timeout : 0;
+  }
   bool flow_control = true;
   bool srq = false;  // receives come from a shared queue
 };

@@ -102,6 +102,7 @@ bool Fabric::move_qp(Conn* c, ibv_qp_state to, uint32_t rd_atomic, std::string& 
   if (to == IBV_QPS_RTS) {
     c->attrs.retry_count = a.retry_cnt;
     c->attrs.rnr_retry = a.rnr_retry;
+    c->attrs.ack_timeout = a.timeout;
   }
   return true;
 }
