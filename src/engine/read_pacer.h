@@ -11,8 +11,8 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
-#include <ctime>
 #include <memory>
 
 namespace rdmx::engine {
@@ -62,9 +62,9 @@ class ReadPacer {
   void forget() { head_ = tail_; }
 
   static uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now().time_since_epoch())
+                        .count());
   }
 
  private:
