@@ -139,6 +139,7 @@ const uint8_t* Fabric::unwrap(const uint8_t* data, size_t& len, uint8_t& rd_atom
 }
 
 int Fabric::connect(Conn* c, const void* pdata, size_t plen, std::string& err) {
+  eq_due();
   if (plen > max_connect_data()) {
     err = "connect data of " + std::to_string(plen) + " bytes exceeds the limit of " +
           std::to_string(max_connect_data()) + " bytes (libfabric provider '" + provider_ +
@@ -162,6 +163,7 @@ int Fabric::connect(Conn* c, const void* pdata, size_t plen, std::string& err) {
 }
 
 int Fabric::accept(Conn* c, ConnRequest* req, const void* pdata, size_t plen, std::string& err) {
+  eq_due();
   req->answered = true;
   if (plen > max_connect_data()) {
     err = "accept data of " + std::to_string(plen) + " bytes exceeds the limit of " +
@@ -189,6 +191,7 @@ void Fabric::reject(ConnRequest* req, const void* pdata, size_t plen) {
 
 void Fabric::disconnect(Conn* c) {
   if (!c || c->state == Conn::State::Down) return;  // null: create_conn failed
+  eq_due();
   if (c->ep && c->state == Conn::State::Up) fi_shutdown(c->ep.get(), 0);
   // Closing the endpoint stops the provider from touching any posted buffer, so the
   // engine may release them; what was posted is reported as flushed.

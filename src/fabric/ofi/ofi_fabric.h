@@ -243,6 +243,13 @@ class Fabric {
   int completions(Sink& sink);
   bool poll_eq(CmEvent& ev);
   bool eq_error(CmEvent& ev);
+  // The event queue is read once in kEqInterval progress calls, and on the next call
+  // after anything that may bring an event (a connection step, a wait, an event): each
+  // read costs the tcp provider a system call (its connection manager's epoll_wait),
+  // and connection events are rare, while a rank waiting for a message calls progress
+  // in a loop.
+  static constexpr uint32_t kEqInterval = 32;
+  void eq_due() { eq_countdown_ = 0; }
   void finish_request();
   int setup_endpoint(Conn* c, fi_info* info, std::string& err);
   void flush(Conn* c, OpTable& t);
@@ -252,6 +259,7 @@ class Fabric {
   // Strips a CmHeader from received param data: the engine's bytes and the peer's offer.
   static const uint8_t* unwrap(const uint8_t* data, size_t& len, uint8_t& rd_atom);
 
+  uint32_t eq_countdown_ = 0;
   std::string provider_;
   bool software_device_ = false;  // the verbs provider on rxe or siw (rndv_chunk)
   Info info_;                     // the chosen provider, domain and limits
@@ -309,8 +317,14 @@ int Fabric::completions(Sink& sink) {
 template <class Sink>
 int Fabric::progress(Sink& sink) {
   int handled = completions(sink);
+  if (eq_countdown_) {
+    --eq_countdown_;
+    return handled;
+  }
+  eq_countdown_ = kEqInterval - 1;
   CmEvent ev;
   while (poll_eq(ev)) {
+    eq_due();  // events come in runs: look again on the next call
     ++handled;
     switch (ev.kind) {
       case CmEvent::ConnectRequest:

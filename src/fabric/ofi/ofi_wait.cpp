@@ -16,6 +16,7 @@ namespace rdmx::ofi {
 
 int Fabric::wait(int timeout_ms) {
   if (timeout_ms <= 0 || !deferred_.empty()) return RDMX_OK;
+  eq_due();  // whatever this wakes for, the next progress looks at both queues
   if (cq_fd_ < 0) {
     // No wait object: give the processor away briefly rather than spin.
     std::this_thread::sleep_for(std::chrono::microseconds(std::min(timeout_ms, 1) * 1000));
