@@ -160,6 +160,9 @@ typedef struct rdmx_stats {
   uint64_t rcache_registrations; /* memory registrations made for rendezvous, cached or not */
   /* READ windows halved: a READ took at least its path's retransmission timeout. */
   uint64_t read_backoffs;
+  /* Eager messages and segments sent from the caller's buffer instead of a copy: the
+     fabric sends from memory it did not register (libfabric tcp). */
+  uint64_t in_place_sends;
 } rdmx_stats_t;
 
 RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);

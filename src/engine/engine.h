@@ -116,6 +116,7 @@ class Engine {
   static constexpr uint32_t kCtrlCredits = 4;
   static constexpr uint64_t kMinSegment = 1024;       // no mid-size messages below this eager limit
   static constexpr uint32_t kMaxSignalInterval = 16;  // inline sends per signaled one
+  static constexpr uint64_t kInPlaceMin = 2048;       // smallest payload sent in place
 
   // Connections (engine_connect.h).
   void connect_peer(Peer<F>& p);
@@ -168,12 +169,20 @@ class Engine {
   [[gnu::always_inline]] bool transmit(Peer<F>& p, Req& r);
   [[gnu::always_inline]] bool post(Link<F>& l, wire::Header& h, const void* extra,
                                    uint32_t extra_len, const void* payload, uint64_t payload_len,
-                                   bool ctrl);
+                                   bool ctrl, Req* owner = nullptr, bool completes = false);
   [[gnu::always_inline]] bool post_inline(Link<F>& l, wire::Header& h, const fabric::Sge* sge,
                                           int n, bool ctrl);
   [[gnu::noinline]] bool post_bounce(Link<F>& l, wire::Header& h, const void* extra,
                                      uint32_t extra_len, const void* payload, uint64_t payload_len,
-                                     bool ctrl);
+                                     bool ctrl, Req* owner, bool completes);
+  // Whether r's payload goes from its own buffer on l rather than copied
+  // (ConnAttrs::sends_unregistered): worth it from kInPlaceMin bytes, where the copy costs
+  // more than waiting for the send's completion.
+  static bool sends_in_place(const Link<F>& l, const Req& r) {
+    return l.attrs.sends_unregistered && !r.sync && r.len >= kInPlaceMin;
+  }
+  void sent_in_place(uint32_t bounce);
+  void forget_in_place(const Req& r);
   [[gnu::always_inline]] void posted(Link<F>& l, bool ctrl);
   [[gnu::cold, gnu::noinline]] bool send_failed(Link<F>& l, int rc);
   // What a header says of the link at the moment it is posted: its sequence number and
@@ -294,6 +303,9 @@ class Engine {
   Registration<F> bounce_reg_;
   std::vector<uint32_t> bounce_free_;
   std::vector<Peer<F>*> bounce_waiters_;
+  // The send in place each bounce buffer's header belongs to, where its completion
+  // completes a request (null: none, or the request failed meanwhile).
+  std::vector<Req*> bounce_owner_;
 
   rdmx_stats_t stats_{};
   std::string last_error_;

@@ -20,6 +20,7 @@ void Engine<F>::on_wr_error(void* user, uint64_t wr, fabric::Failure f, const ch
       break;
     case kWrBounce:
       bounce_free_.push_back(uint32_t(wr_value(wr)));
+      bounce_owner_[wr_value(wr)] = nullptr;  // its request fails with the link
       l->sq.release();
       break;
     default: l->sq.release(); break;
@@ -117,6 +118,7 @@ void Engine<F>::fail_peer(Peer<F>& p, int code, const std::string& why) {
 template <fabric::Fabric F>
 void Engine<F>::fail_request(Req& r, int code) {
   if (r.state == Req::State::Posted) posted_.remove(r);
+  if (r.state == Req::State::WaitSent) forget_in_place(r);
   r.queue_node.unlink();
   r.peer_node.unlink();
   unregister(r);

@@ -2,7 +2,8 @@
 // limit goes as a run of Segment messages, each one eager-limit piece through the
 // peer's receive buffers, instead of by rendezvous. Where a READ is emulated in
 // software (libfabric tcp) the rendezvous costs a round trip or more before the first
-// byte moves; segments cost one extra copy at each end and no round trip at all.
+// byte moves; segments cost one extra copy at the receiving end (and at the sending end,
+// unless the link sends in place: post_bounce) and no round trip at all.
 //
 // The sender puts a message's segments on the link back to back (it holds the head of
 // its backlog until the last one is posted), so a link carries at most one message in
@@ -54,11 +55,11 @@ bool Engine<F>::transmit_segments(Peer<F>& p, Req& r) {
     if (!can_send(l)) return false;
     wire::Header h = header(wire::Type::Segment, r.cid, r.tag, r.len);
     uint64_t n = std::min(l.eager_limit, r.len - r.sent);
-    if (!post(l, h, nullptr, 0, data + r.sent, n, false)) return false;
+    if (!post(l, h, nullptr, 0, data + r.sent, n, false, &r, r.sent + n == r.len)) return false;
     r.sent += n;
   }
   r.queue_node.unlink();
-  complete(r);
+  if (r.state != Req::State::WaitSent) complete(r);
   return true;
 }
 

@@ -133,7 +133,8 @@ inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
   if (!r.reg) {
     wire::ReqRef ref{id};
     if (r.sync) h.flags = wire::kSync;
-    sent = post(l, h, r.sync ? &ref : nullptr, r.sync ? sizeof ref : 0, r.buf, r.len, false);
+    sent =
+        post(l, h, r.sync ? &ref : nullptr, r.sync ? sizeof ref : 0, r.buf, r.len, false, &r, true);
     if (sent) {
       ++stats_.eager_sends;
       r.queue_node.unlink();
@@ -141,7 +142,7 @@ inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
         r.state = Req::State::WaitAck;
         r.peer_node.owner = &r;
         r.peer_node.push_back(p.inflight);
-      } else {
+      } else if (r.state != Req::State::WaitSent) {
         complete(r);
       }
     }
@@ -165,13 +166,16 @@ inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
 
 // Posts one message: header, optional extra body, optional payload, inline if it fits
 // and through a bounce buffer if not. ctrl: a credit message, drawn from the control
-// credits. False if it could not go now (no bounce buffer, the fabric is full, or the
-// link failed).
+// credits. owner: the send request whose buffer the payload is, so that it may go in
+// place (post_bounce); completes: this message is owner's last. False if it could not go
+// now (no bounce buffer, the fabric is full, or the link failed).
 template <fabric::Fabric F>
 inline bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len,
-                            const void* payload, uint64_t payload_len, bool ctrl) {
-  if (sizeof h + extra_len + payload_len > l.attrs.max_inline)
-    return post_bounce(l, h, extra, extra_len, payload, payload_len, ctrl);
+                            const void* payload, uint64_t payload_len, bool ctrl, Req* owner,
+                            bool completes) {
+  if (sizeof h + extra_len + payload_len > l.attrs.max_inline ||
+      (owner && sends_in_place(l, *owner))) [[unlikely]]
+    return post_bounce(l, h, extra, extra_len, payload, payload_len, ctrl, owner, completes);
   fabric::Sge sge[3];
   int n = 0;
   sge[n++] = {&h, sizeof h, nullptr};
@@ -204,10 +208,15 @@ inline bool Engine<F>::post_inline(Link<F>& l, wire::Header& h, const fabric::Sg
   return true;
 }
 
-// A SEND too large to go inline: copied into a registered bounce buffer.
+// A SEND too large to go inline: copied into a registered bounce buffer. Or, for a
+// request's payload on a link that sends in place (sends_in_place), only the header is
+// copied and the payload goes from the request's own buffer, which the fabric reads until
+// the send completes: the request then waits for the completion of its last message
+// (WaitSent; sends on a link complete in order), and fails with its peer meanwhile.
 template <fabric::Fabric F>
 bool Engine<F>::post_bounce(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len,
-                            const void* payload, uint64_t payload_len, bool ctrl) {
+                            const void* payload, uint64_t payload_len, bool ctrl, Req* owner,
+                            bool completes) {
   int bounce = take_bounce();
   if (bounce < 0) {
     bounce_waiters_.push_back(l.peer);
@@ -215,17 +224,48 @@ bool Engine<F>::post_bounce(Link<F>& l, wire::Header& h, const void* extra, uint
   }
   stamp(l, h);
   uint8_t* b = bounce_mem_.get() + size_t(bounce) * recv_buf_size_;
+  uint32_t head = uint32_t(sizeof h + extra_len);
   std::memcpy(b, &h, sizeof h);
   if (extra_len) std::memcpy(b + sizeof h, extra, extra_len);
-  if (payload_len) std::memcpy(b + sizeof h + extra_len, payload, payload_len);
-  fabric::Sge sge{b, uint32_t(sizeof h + extra_len + payload_len), bounce_reg_.region().desc()};
-  if (int rc = fabric_.send(l.conn, &sge, 1, fabric::kSendSignaled,
+  bool in_place = owner && payload_len && sends_in_place(l, *owner);
+  fabric::Sge sge[2] = {{b, head, bounce_reg_.region().desc()},
+                        {payload, uint32_t(payload_len), nullptr}};
+  if (!in_place) {
+    if (payload_len) std::memcpy(b + head, payload, payload_len);
+    sge[0].len += uint32_t(payload_len);
+  }
+  if (int rc = fabric_.send(l.conn, sge, in_place ? 2 : 1, fabric::kSendSignaled,
                             wr_id(kWrBounce, uint64_t(bounce)))) {
     bounce_free_.push_back(uint32_t(bounce));
     return send_failed(l, rc);
   }
   posted(l, ctrl);
+  if (in_place) {
+    ++stats_.in_place_sends;
+    if (completes) {
+      owner->state = Req::State::WaitSent;
+      owner->peer_node.owner = owner;
+      owner->peer_node.push_back(l.peer->inflight);
+      bounce_owner_[size_t(bounce)] = owner;
+    }
+  }
   return true;
+}
+
+// The last message of a send in place went: the request is done.
+template <fabric::Fabric F>
+void Engine<F>::sent_in_place(uint32_t bounce) {
+  Req& r = *bounce_owner_[bounce];
+  bounce_owner_[bounce] = nullptr;
+  r.peer_node.unlink();
+  complete(r);
+}
+
+// A send in place that fails before its last message went: nothing completes it later.
+template <fabric::Fabric F>
+void Engine<F>::forget_in_place(const Req& r) {
+  for (Req*& owner : bounce_owner_)
+    if (owner == &r) owner = nullptr;
 }
 
 // Posted: the message has its sequence number, and what it returned is paid.
@@ -312,7 +352,9 @@ inline void Engine<F>::on_send_done(void* user, uint64_t wr) {
     l->sq.release(uint32_t(wr_value(wr)));  // this send and the unsignaled ones before it
   } else {
     l->sq.release();
-    bounce_free_.push_back(uint32_t(wr_value(wr)));
+    uint32_t b = uint32_t(wr_value(wr));
+    bounce_free_.push_back(b);
+    if (bounce_owner_[b]) sent_in_place(b);
     if (!bounce_waiters_.empty()) {
       std::vector<Peer<F>*> waiting;
       waiting.swap(bounce_waiters_);

@@ -69,6 +69,7 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
                        fabric::kLocalWrite, err);
   if (rc) return rc;
   for (uint32_t i = kBounce; i-- > 0;) bounce_free_.push_back(i);
+  bounce_owner_.assign(kBounce, nullptr);
   return RDMX_OK;
 }
 

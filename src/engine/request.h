@@ -33,6 +33,7 @@ struct RequestBase : PostedEntry {
     Assembling,  // recv: segments of a mid-size message arriving
     WaitFin,     // send: rendezvous RTS sent, waiting for the receiver's FIN
     WaitAck,     // send: synchronous eager message sent, waiting for the match ack
+    WaitSent,    // send: sent from its own buffer, waiting for the fabric to finish with it
     Done,
   };
 

@@ -50,6 +50,9 @@ struct ConnAttrs {
   }
   bool flow_control = true;
   bool srq = false;  // receives come from a shared queue
+  // This side may SEND from memory it did not register (no local descriptor, as libfabric
+  // tcp): the data is read when the send goes, so it must stay until the send completes.
+  bool sends_unregistered = false;
 };
 
 enum Access : uint32_t {

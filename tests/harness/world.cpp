@@ -118,6 +118,8 @@ struct BackendSpec {
 BackendSpec spec_of(const std::string& backend) {
   using S = Capabilities::Speed;
   if (backend == "loopback") return {"loopback", {}, {true, false, S::High, S::High}};
+  if (backend == "loopback-in-place")
+    return {"loopback", {{"RDMX_LOOPBACK_SEND_IN_PLACE", "1"}}, {true, false, S::High, S::High}};
   if (backend == "loopback-srq")
     return {"loopback", {{"RDMX_SRQ", "1"}}, {true, true, S::Medium, S::Medium}};
   if (backend == "ofi-tcp")

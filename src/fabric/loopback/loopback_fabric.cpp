@@ -67,6 +67,7 @@ int Fabric::open(const Settings& s, int32_t, std::string& err) {
   ep_->shared = s.srq != 0;
   ep_->device_rd_atom = uint32_t(s.loopback_rd_atom);
   ep_->max_inline = uint32_t(s.loopback_max_inline);
+  ep_->sends_unregistered = s.loopback_in_place != 0;
   max_rd_atomic_ = uint32_t(s.max_rd_atomic);
   World& w = World::get();
   std::lock_guard<std::mutex> g(w.mu);
@@ -158,8 +159,10 @@ int Fabric::accept(Conn* c, ConnRequest* req, const void* pdata, size_t plen, st
   c->attrs.max_inline = std::min(ep_->max_inline, req->from->max_inline);
   c->attrs.max_send_wr = 1u << 20;
   c->established = true;
+  c->attrs.sends_unregistered = ep_->sends_unregistered;
   fabric::ConnAttrs active_attrs = c->attrs;
   std::swap(active_attrs.initiator_depth, active_attrs.responder_resources);
+  active_attrs.sends_unregistered = req->from->sends_unregistered;
   bool gone;
   {
     std::lock_guard<SpinLock> g(req->from->mu);

@@ -19,6 +19,14 @@ constexpr SettingDecl kDecls[] = {
      .max = 4096,
      .help = "loopback fabric: the emulated device's inline-send limit in bytes",
      .store_int = store_int<&Settings::loopback_max_inline>},
+    {.name = "RDMX_LOOPBACK_SEND_IN_PLACE",
+     .type = RDMX_SETTING_INT,
+     .def = 0,
+     .min = 0,
+     .max = 1,
+     .help = "loopback fabric: 1 = SENDs may come from unregistered memory, as over libfabric "
+             "tcp (the engine then sends large eager payloads from the caller's buffer)",
+     .store_int = store_int<&Settings::loopback_in_place>},
 };
 
 }  // namespace

@@ -87,6 +87,7 @@ class EpState {
   uint32_t id = 0;
   uint32_t device_rd_atom = 16;
   uint32_t max_inline = 128;
+  bool sends_unregistered = false;
   bool closed = false;
   std::vector<std::unique_ptr<Conn>> conns;
   std::vector<std::unique_ptr<ConnRequest>> requests;

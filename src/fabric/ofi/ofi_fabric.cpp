@@ -191,6 +191,7 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   attrs_.rnr_retry = 7;    // a message without a posted receive waits (retry forever)
   attrs_.flow_control = true;
   attrs_.srq = false;
+  attrs_.sends_unregistered = !mr_local_ && attrs_.max_sge >= 2;
   // The verbs provider names its domain after the device ("rxe0", "mlx5_0-xrc").
   if (provider_ == "verbs" && info->domain_attr->name) {
     std::string dev = info->domain_attr->name;
