@@ -22,6 +22,11 @@ struct Slot {
   uint64_t wr = 0;       // the engine's id
   Op op = Recv;
   uint32_t index = 0;
+
+  // The work request's kind in words, for messages.
+  static const char* name(Op op) {
+    return op == Send ? "a SEND" : op == Read ? "an RDMA READ" : "a receive";
+  }
 };
 
 // Fixed-size slots with a free list: posting takes one, the completion gives it back.
@@ -83,6 +88,7 @@ struct Conn {
   bool dreq_deferred = false;   // passive: closed before the RTU; disconnect once it comes
   bool remote_gone = false;     // the peer disconnected: report once the queue is drained
   bool wr_failed = false;       // a work request has failed on it
+  bool cause_seen = false;      // an error other than a flush has been polled on it
   bool reaped = false;          // QP and id destroyed
   bool in_setup = false;        // counted in Fabric::in_setup_
   bool unsettled = false;       // counted in Fabric::unsettled_

@@ -250,7 +250,7 @@ fabric::Failure Fabric::failure_of(ibv_wc_status s) {
 void Fabric::fill_why(Conn* c, fabric::Failure f, Slot::Op op, const ibv_wc& wc) {
   // The first error names its cause: on a completion queue shared by the send and
   // receive queues, a receive's flush may come before the send-side error behind it.
-  const char* what = op == Slot::Send ? "a SEND" : op == Slot::Read ? "an RDMA READ" : "a receive";
+  const char* what = Slot::name(op);
   if (c->remote_gone)
     std::snprintf(c->why, sizeof c->why, "%s", c->gone_why.c_str());
   else

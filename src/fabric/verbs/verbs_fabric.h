@@ -243,6 +243,16 @@ void Fabric::complete(Sink& sink, const ibv_wc* batch, int i, int n) {
   // the effect of; read it, so that the cause is named, not the effect.
   if (!c->remote_gone && !c->wr_failed) [[unlikely]]
     take_async_events_after_error(c, wc.status);
+  // The error behind the flushes, polled after the connection was already reported
+  // failed (the flush came in an earlier batch): the report could not name it, the log
+  // does.
+  if (c->wr_failed && !c->cause_seen && !c->remote_gone && wc.status != IBV_WC_WR_FLUSH_ERR)
+      [[unlikely]]
+    RDMX_LOG(LogLevel::Error, rank_,
+             "verbs: QP %u with %s: %s (vendor error 0x%x) on %s, after the connection was "
+             "reported failed (%s)",
+             wc.qp_num, c->peer.c_str(), ibv_wc_status_str(wc.status), wc.vendor_err,
+             Slot::name(op), c->why);
   const ibv_wc* cause = &wc;
   if (wc.status == IBV_WC_WR_FLUSH_ERR && !c->remote_gone && !c->wr_failed)
     for (int j = i + 1; j < n; ++j)
@@ -252,6 +262,7 @@ void Fabric::complete(Sink& sink, const ibv_wc* batch, int i, int n) {
         break;
       }
   c->wr_failed = true;
+  c->cause_seen |= wc.status != IBV_WC_WR_FLUSH_ERR || cause != &wc;
   fabric::Failure f = c->remote_gone ? c->gone_failure : failure_of(cause->status);
   fill_why(c, f, cause == &wc ? op : reinterpret_cast<Slot*>(cause->wr_id)->op, *cause);
   RDMX_LOG(LogLevel::Debug, rank_, "verbs: QP %u: %s", wc.qp_num, c->why);
