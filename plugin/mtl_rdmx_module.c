@@ -73,17 +73,19 @@ static int mtl_rdmx_finalize(struct mca_mtl_base_module_t* mtl) {
     opal_output_verbose(
         2, m->output,
         "mtl rdmx: rank %d: %llu eager sends (%llu inline), %llu mid-size, %llu sent in place, "
-        "%llu rendezvous (%llu READ windows halved), %llu unexpected, %llu credit "
+        "%llu rendezvous (%llu READ windows halved), %llu unexpected, %llu received without "
+        "a buffer, %llu credit "
         "messages, %llu sends stalled for credits; registration cache: %llu hits, %llu misses, "
         "%llu "
         "evictions, %llu invalidations, %llu registrations",
         m->rank, (unsigned long long)st.eager_sends, (unsigned long long)st.inline_sends,
         (unsigned long long)st.segmented_sends, (unsigned long long)st.in_place_sends,
         (unsigned long long)st.rndv_sends, (unsigned long long)st.read_backoffs,
-        (unsigned long long)st.unexpected, (unsigned long long)st.credit_messages,
-        (unsigned long long)st.credit_stalls, (unsigned long long)st.rcache_hits,
-        (unsigned long long)st.rcache_misses, (unsigned long long)st.rcache_evictions,
-        (unsigned long long)st.rcache_invalidations, (unsigned long long)st.rcache_registrations);
+        (unsigned long long)st.unexpected, (unsigned long long)st.unbuffered_recvs,
+        (unsigned long long)st.credit_messages, (unsigned long long)st.credit_stalls,
+        (unsigned long long)st.rcache_hits, (unsigned long long)st.rcache_misses,
+        (unsigned long long)st.rcache_evictions, (unsigned long long)st.rcache_invalidations,
+        (unsigned long long)st.rcache_registrations);
   int rc = rdmx_finalize(m->ctx);
   mtl_rdmx_release_hook_off(); /* after: the context is gone, nothing is cached */
   m->ctx = NULL;

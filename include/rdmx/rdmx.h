@@ -163,6 +163,9 @@ typedef struct rdmx_stats {
   /* Eager messages and segments sent from the caller's buffer instead of a copy: the
      fabric sends from memory it did not register (libfabric tcp). */
   uint64_t in_place_sends;
+  /* Messages that took no receive buffer: the fabric carried them in its own queue
+     entry (shared memory, up to 16 bytes of payload). */
+  uint64_t unbuffered_recvs;
 } rdmx_stats_t;
 
 RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);

@@ -83,6 +83,19 @@ class Credits {
     }
     return false;
   }
+  // A message that took no receive buffer (the fabric carried it in its queue entry):
+  // its credit is owed back at once. True if that makes an explicit credit message due.
+  bool returned(bool ctrl) {
+    if (ctrl)
+      ++ctrl_to_return_;
+    else
+      ++to_return_;
+    if (to_return_ >= threshold_) {
+      due_ = true;
+      return true;
+    }
+    return false;
+  }
   // The link broke: the held buffers are not posted again, nothing is owed for them.
   void drop_held() { held_count_ = held_ctrl_ = 0; }
 

@@ -90,6 +90,7 @@ class Engine {
   void on_rejected(void* user, const uint8_t* pdata, size_t len, const char* why);
   void on_conn_error(void* user, fabric::Failure f, const char* why);
   [[gnu::always_inline]] void on_recv(void* user, uint64_t wr, uint32_t len);
+  [[gnu::always_inline]] void on_recv_unbuffered(void* user, const uint8_t* msg, uint32_t len);
   [[gnu::always_inline]] void on_send_done(void* user, uint64_t wr);
   void on_read_done(void* user, uint64_t wr);
   void on_wr_error(void* user, uint64_t wr, fabric::Failure f, const char* why);
@@ -216,6 +217,9 @@ class Engine {
   // Receiving and matching (engine_recv.h).
   [[gnu::cold, gnu::noinline]] int recv_arg_error(int32_t source, const void* buf, uint64_t len);
   [[gnu::noinline]] void on_recv_other(Link<F>& l, uint64_t wr, uint32_t len);
+  [[gnu::noinline]] void on_recv_unbuffered_other(Link<F>& l, const uint8_t* msg, uint32_t len);
+  static bool takes_messages(const Link<F>& l);
+  void owe_unbuffered(Link<F>& l, bool ctrl);
   [[gnu::always_inline]] void repost(Link<F>& l, uint8_t* buf, uint64_t wr, bool ctrl);
   [[gnu::noinline]] void repost_consumed(Link<F>& l);
   [[gnu::always_inline]] bool handle_message(Link<F>& l, const uint8_t* b, uint32_t len);

@@ -60,23 +60,60 @@ inline void Engine<F>::on_recv(void* user, uint64_t wr, uint32_t len) {
   pump(*l->peer);  // credits may have come with the message
 }
 
+// A message that took no receive buffer: the fabric carried it in its own queue entry
+// (shared memory's small messages). It took a credit all the same, owed back at once.
+template <fabric::Fabric F>
+inline void Engine<F>::on_recv_unbuffered(void* user, const uint8_t* msg, uint32_t len) {
+  auto* l = static_cast<Link<F>*>(user);
+  if (!l->state.ready()) [[unlikely]] {
+    on_recv_unbuffered_other(*l, msg, len);
+    return;
+  }
+  ++stats_.unbuffered_recvs;
+  owe_unbuffered(*l, handle_message(*l, msg, len));
+  pump(*l->peer);
+}
+
+// Whether a link that is not ready takes a message. Over rdma_cm the active side's
+// first message can reach the passive side before its ESTABLISHED event: take it;
+// replies wait for the event (the link is not Open yet).
+template <fabric::Fabric F>
+bool Engine<F>::takes_messages(const Link<F>& l) {
+  return l.state.open() || (l.state.connecting() && !l.active);
+}
+
 // A message on a link that is not ready (not open, or the passive side before the
 // active side's first message), or in a buffer of the shared receive queue.
 template <fabric::Fabric F>
 void Engine<F>::on_recv_other(Link<F>& l, uint64_t wr, uint32_t len) {
-  // Over rdma_cm the active side's first message can reach the passive side before its
-  // ESTABLISHED event: take it; replies wait for the event (the link is not Open yet).
-  auto live = [&l] { return l.state.open() || (l.state.connecting() && !l.active); };
   uint8_t* b = recv_buffer(l, wr);
-  if (live() && !l.state.may_send()) l.state.allow_send();  // the active side has spoken
-  bool ctrl = live() && handle_message(l, b, len);
+  bool live = takes_messages(l);
+  if (live && !l.state.may_send()) l.state.allow_send();  // the active side has spoken
+  bool ctrl = live && handle_message(l, b, len);
   if (wr_kind(wr) == kWrShared) {
     // Shared buffers go back to the pool whatever became of the connection.
     if (int rc = post_shared(wr_value(wr))) error(rc, "reposting a shared receive buffer failed");
-  } else if (live()) {
+  } else if (takes_messages(l)) {
     repost(l, b, wr, ctrl);
   }
   if (l.state.open()) pump(*l.peer);
+}
+
+template <fabric::Fabric F>
+void Engine<F>::on_recv_unbuffered_other(Link<F>& l, const uint8_t* msg, uint32_t len) {
+  if (!takes_messages(l)) return;
+  if (!l.state.may_send()) l.state.allow_send();  // the active side has spoken
+  ++stats_.unbuffered_recvs;
+  bool ctrl = handle_message(l, msg, len);
+  owe_unbuffered(l, ctrl);
+  if (l.state.open()) pump(*l.peer);
+}
+
+// The credit of a message that took no buffer is owed back as if its buffer had been
+// posted again (unless the message broke the link).
+template <fabric::Fabric F>
+inline void Engine<F>::owe_unbuffered(Link<F>& l, bool ctrl) {
+  if (!l.state.closed() && l.credits.returned(ctrl)) l.peer->pending = true;
 }
 
 // Gives a connection's consumed receive buffer back to the fabric, in batches, and

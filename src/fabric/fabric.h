@@ -114,6 +114,10 @@ struct SinkArchetype {
   void on_rejected(void* user, const uint8_t* pdata, size_t len, const char* why);
   void on_conn_error(void* user, Failure, const char* why);
   void on_recv(void* user, uint64_t wr, uint32_t len);
+  // A message that took no posted receive buffer (a backend that carries small messages
+  // in its own queue entries: shm): msg is valid for the call only. It took a credit
+  // like any other message.
+  void on_recv_unbuffered(void* user, const uint8_t* msg, uint32_t len);
   void on_send_done(void* user, uint64_t wr);
   void on_read_done(void* user, uint64_t wr);
   void on_wr_error(void* user, uint64_t wr, Failure, const char* why);

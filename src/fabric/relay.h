@@ -21,6 +21,9 @@ struct Relay {
   }
   void on_conn_error(void* u, Failure f, const char* why) { sink.on_conn_error(u, f, why); }
   void on_recv(void* u, uint64_t wr, uint32_t len) { sink.on_recv(u, wr, len); }
+  void on_recv_unbuffered(void* u, const uint8_t* m, uint32_t len) {
+    sink.on_recv_unbuffered(u, m, len);
+  }
   void on_send_done(void* u, uint64_t wr) { sink.on_send_done(u, wr); }
   void on_read_done(void* u, uint64_t wr) { sink.on_read_done(u, wr); }
   void on_wr_error(void* u, uint64_t wr, Failure f, const char* why) {

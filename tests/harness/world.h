@@ -38,6 +38,9 @@ struct Capabilities {
   bool shared_receive = false;      // receives come from a shared queue: no credits to count
   Speed message_rate = Speed::Low;  // sizes the tests that send many messages
   Speed bandwidth = Speed::Low;     // sizes the tests that move large messages
+  // Small messages ride in the fabric's own queue entries and take no receive buffer
+  // (shared memory, the path between ranks of one host).
+  bool small_unbuffered = false;
 };
 
 // The fabric (RDMX_FABRIC) and the settings a backend name stands for.

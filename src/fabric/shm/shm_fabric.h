@@ -1,8 +1,9 @@
 // The shared-memory fabric: ranks on one host, each a process, connected pairwise.
 //
 // A SEND is one copy from the sender's buffers into a receive buffer the peer posted in
-// its inbound segment (shm_layout.h), then a 16-byte entry in the peer's arrivals
-// queue; no system call on the way. A READ is a cross-memory read of the peer's buffer
+// its inbound segment (shm_layout.h), then an entry in the peer's arrivals queue; a
+// message of up to 48 bytes rides in the entry itself and takes no buffer. No system
+// call on the way. A READ is a cross-memory read of the peer's buffer
 // (process_vm_readv) where the kernel allows it, else a pipelined copy through the
 // segments' staging areas that the peer's progress serves. Connections are made over
 // an abstract Unix socket that also passes each side's segment (shm_socket.h) and
@@ -192,22 +193,28 @@ class Fabric {
 };
 
 inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr) {
-  if (!c->established() || c->peer_posted.empty() || c->peer_arrivals.full()) [[unlikely]]
-    return send_error(c, fabric::Failure::RnrRetryExceeded, wr, "the peer has no receive posted");
-  PostedRecv* p = c->peer_posted.peek();
-  uint32_t offset = p->offset, plen = p->len;
   uint64_t total = 0;
   for (int i = 0; i < n; ++i) total += sge[i].len;
+  bool small = total <= Arrival::kInlineMax;
+  if (!c->established() || c->peer_arrivals.full() || (!small && c->peer_posted.empty()))
+      [[unlikely]]
+    return send_error(c, fabric::Failure::RnrRetryExceeded, wr,
+                      c->established() && c->peer_arrivals.full()
+                          ? "the peer's arrivals are full"
+                          : "the peer has no receive posted");
   Arrival& a = c->peer_arrivals.next();
   a.len = uint32_t(total);
-  a.token = p->token;
-  c->peer_posted.pop();
   uint8_t* dst;
-  if (total <= Arrival::kInlineMax) {
-    // Small: the message rides in the entry; the peer copies it into the buffer.
+  if (small) [[likely]] {
+    // Small: the message rides in the entry and takes none of the peer's buffers.
     a.kind = Arrival::RecvInline;
+    a.token = 0;
     dst = a.data;
   } else {
+    PostedRecv* p = c->peer_posted.peek();
+    uint32_t offset = p->offset, plen = p->len;
+    a.token = p->token;
+    c->peer_posted.pop();
     const SegmentHeader& o = c->out_layout;
     if (offset < o.buffers_off || plen > o.buffers_len ||
         offset - o.buffers_off > o.buffers_len - plen || total > plen) [[unlikely]]
@@ -216,7 +223,7 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
     a.kind = Arrival::Recv;
     dst = c->out.base() + offset;
   }
-  if (n == 2 && sge[0].len == kHeaderBytes && total <= Arrival::kInlineMax) [[likely]] {
+  if (n == 2 && sge[0].len == kHeaderBytes && small) [[likely]] {
     // The engine's header and a small payload: copies of known size, no call.
     __builtin_memcpy(dst, sge[0].addr, kHeaderBytes);
     copy_bytes(dst + kHeaderBytes, sge[1].addr, sge[1].len);
@@ -278,17 +285,16 @@ int Fabric::progress(Sink& sink) {
     int n = 0;
     for (Arrival* a; n < 32 && (a = c->arrivals.peek()); ++n) {
       uint32_t t = a->token, len = a->len, kind = a->kind;
-      if ((kind == Arrival::RecvInline || kind == Arrival::Recv) && t < c->tokens.size() &&
-          c->tokens[t].live && len <= c->tokens[t].len &&
-          (kind == Arrival::Recv || len <= Arrival::kInlineMax)) [[likely]] {
+      if (kind == Arrival::RecvInline && len <= Arrival::kInlineMax) [[likely]] {
+        // Copied out before the entry goes back to the peer, which may then write it
+        // again: the whole inline area, a copy of known size.
+        alignas(8) uint8_t msg[Arrival::kInlineMax];
+        __builtin_memcpy(msg, a->data, sizeof msg);
+        c->arrivals.pop();
+        sink.on_recv_unbuffered(c->user, msg, len);
+      } else if (kind == Arrival::Recv && t < c->tokens.size() && c->tokens[t].live &&
+                 len <= c->tokens[t].len) {
         PostedBuf& b = c->tokens[t];
-        if (kind == Arrival::RecvInline) {
-          // The whole inline area where the buffer holds it: a copy of known size.
-          if (b.len >= Arrival::kInlineMax) [[likely]]
-            __builtin_memcpy(b.buf, a->data, Arrival::kInlineMax);
-          else
-            copy_bytes(b.buf, a->data, len);
-        }
         c->arrivals.pop();
         b.live = false;
         c->free_tokens.push_back(t);

@@ -6,7 +6,8 @@
 // cross-memory attach. Every queue has one producer and one consumer:
 //
 //   posted     owner -> peer   receive buffers the owner has posted
-//   arrivals   peer  -> owner  a SEND landed in a posted buffer, or a staged read piece
+//   arrivals   peer  -> owner  a small SEND itself, a SEND that landed in a posted
+//                              buffer, or a staged read piece
 //   read_reqs  peer  -> owner  the peer asks for a piece of the owner's memory (copy reads)
 //
 // The offsets in the header are checked against the segment's size when it is attached:
@@ -20,7 +21,7 @@
 namespace rdmx::shm {
 
 constexpr uint32_t kSegmentMagic = 0x53584d52;  // "RMXS"
-constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kLayoutVersion = 2;
 constexpr size_t kCacheLine = 64;
 
 // A single-producer single-consumer queue's indices, each on its own cache line so that
@@ -43,7 +44,8 @@ struct PostedRecv {
 static_assert(sizeof(PostedRecv) == 16);
 
 // One cache line: the consumer polls the entry itself (seq says it is written), so a
-// small message costs the one line that carries it (the payload rides inline).
+// small message costs the one line that carries it: RecvInline carries the whole
+// message and takes no posted buffer (token unused); Recv names the buffer it filled.
 struct alignas(kCacheLine) Arrival {
   enum Kind : uint16_t { Recv = 1, RecvInline = 2, ReadPiece = 3, ReadPieceFailed = 4 };
   static constexpr uint32_t kInlineMax = 48;

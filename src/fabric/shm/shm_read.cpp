@@ -132,6 +132,15 @@ bool Fabric::readable(uint64_t addr, uint64_t len) const {
 // promise of the peer's.
 void Fabric::bad_arrival(Conn* c, const Arrival& a) {
   if (a.kind == Arrival::ReadPiece || a.kind == Arrival::ReadPieceFailed) return on_piece(c, a);
+  if (a.kind != Arrival::Recv) {
+    break_conn(c, fabric::Failure::Other,
+               a.kind == Arrival::RecvInline
+                   ? "the peer sent an inline message of " + std::to_string(a.len) +
+                         " bytes (an arrival holds at most " + std::to_string(Arrival::kInlineMax) +
+                         ")"
+                   : "the peer wrote an arrival of unknown kind " + std::to_string(a.kind));
+    return;
+  }
   bool known = a.token < c->tokens.size() && c->tokens[a.token].live;
   break_conn(c, known ? fabric::Failure::LocalLength : fabric::Failure::Other,
              known ? "the peer overran a receive buffer"
