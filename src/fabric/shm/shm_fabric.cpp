@@ -250,7 +250,7 @@ int Fabric::post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region
     e.offset = uint32_t(static_cast<uint8_t*>(b.addr) - base);
     e.len = b.len;
     e.token = t;
-    c->posted.commit_relaxed(e);  // the peer polls for these only when it sends
+    c->posted.commit(e);  // the peer polls for these only when it sends
   }
   return RDMX_OK;
 }
@@ -288,11 +288,22 @@ int Fabric::wait(int timeout_ms) {
   if (timeout_ms <= 0 || !cq_.empty() || !events_.empty()) return RDMX_OK;
   for (Conn* c : live_) c->in_h->sleeping.store(1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  bool idle = true;
-  for (Conn* c : live_) idle = idle && c->arrivals.empty() && c->read_reqs.empty();
-  if (idle) {
+  auto idle = [this] {
+    for (Conn* c : live_)
+      if (!c->arrivals.empty() || !c->read_reqs.empty()) return false;
+    return true;
+  };
+  // Senders look at `sleeping` without a barrier after their entry (wake_peer): one
+  // that looked just before the flag was seen may not wake this side, but its entry is
+  // visible by the end of the first, short sleep, when the queues are looked at again.
+  for (int slept = 0; slept < timeout_ms && idle();) {
+    int slice = slept == 0 ? std::min(timeout_ms, kRecheckMs) : timeout_ms - slept;
     epoll_event evs[1];
-    if (::epoll_wait(epfd_, evs, 1, timeout_ms) > 0) sockets_due_ = true;
+    if (::epoll_wait(epfd_, evs, 1, slice) > 0) {
+      sockets_due_ = true;
+      break;
+    }
+    slept += slice;
   }
   for (Conn* c : live_) c->in_h->sleeping.store(0, std::memory_order_relaxed);
   return RDMX_OK;

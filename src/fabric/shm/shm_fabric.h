@@ -123,6 +123,8 @@ class Fabric {
   template <class Sink>
   int progress(Sink& sink);
   int wait(int timeout_ms);
+  // A sleeper's first sleep, after which it looks at its queues again (wake_peer).
+  static constexpr int kRecheckMs = 1;
 
   static constexpr size_t kConnectDataMax = 56;
   static constexpr size_t kAcceptDataMax = 196;
@@ -241,8 +243,10 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
 }
 
 inline void Fabric::wake_peer(Conn* c) {
-  // After a commit (a full barrier), paired with the sleeper's store then fence then
-  // look (wait()): either it sees the entry just committed, or this sees that it sleeps.
+  // After publishing an entry, without a barrier between (a full one would cost a
+  // message about a tenth of its time): this look may pass the entry and miss a sleeper
+  // that has just looked at the queue. Such an entry is visible a moment later, and the
+  // sleeper looks again after its first short sleep (wait()).
   if (c->out_h->sleeping.load(std::memory_order_relaxed)) [[unlikely]]
     send_wake(c->sock);
 }

@@ -97,11 +97,8 @@ class SeqProducer {
   }
   // The caller has checked !full(): fill the entry, then commit() it.
   T& next() { return entries_[tail_ & mask_]; }
-  // Publishes the entry: a full barrier too, so that a following look at whether the
-  // consumer sleeps cannot pass it (see Fabric::wake_peer).
-  void commit(T& e) { e.seq.store(++tail_, std::memory_order_seq_cst); }
-  // Publishes without the barrier, for a consumer that never sleeps on this queue.
-  void commit_relaxed(T& e) { e.seq.store(++tail_, std::memory_order_release); }
+  // Publishes the entry (a release store: no barrier; see Fabric::wake_peer).
+  void commit(T& e) { e.seq.store(++tail_, std::memory_order_release); }
 
  private:
   QueueIndices* q_ = nullptr;
