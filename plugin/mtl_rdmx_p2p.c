@@ -67,21 +67,24 @@ static void mtl_rdmx_finish_recv(mtl_rdmx_request_t* r) {
   }
 }
 
+/* pml cm leaves a send's MPI_ERROR as the request's last user left it. */
+static inline void mtl_rdmx_finish_send(mtl_rdmx_request_t* r) {
+  if (r->free_after) free(r->buf);
+  if (NULL != r->super.ompi_req)
+    r->super.ompi_req->req_status.MPI_ERROR =
+        RDMX_OK == r->status.error ? OMPI_SUCCESS : mtl_rdmx_mpi_error(r->status.error);
+}
+
 /* Outside the lock: statuses, unpacking, then Open MPI's completion callback, which
  * may free or reuse the request (so next is read first). */
 static void mtl_rdmx_finish(mtl_rdmx_request_t* list) {
   while (list) {
     mtl_rdmx_request_t* r = list;
     list = r->next;
-    if (MTL_RDMX_RECV == r->kind) {
+    if (MTL_RDMX_RECV == r->kind)
       mtl_rdmx_finish_recv(r);
-    } else {
-      /* pml cm leaves a send's MPI_ERROR as the request's last user left it. */
-      if (r->free_after) free(r->buf);
-      if (NULL != r->super.ompi_req)
-        r->super.ompi_req->req_status.MPI_ERROR =
-            RDMX_OK == r->status.error ? OMPI_SUCCESS : mtl_rdmx_mpi_error(r->status.error);
-    }
+    else
+      mtl_rdmx_finish_send(r);
     r->super.completion_callback(&r->super);
   }
 }
@@ -127,13 +130,22 @@ int mtl_rdmx_progress(void) {
 
 /* Every rdmx call ends the same way: report a failed call, collect the completions it
  * produced while the lock was held, and hand them to Open MPI outside the lock.
- * Called with M->lock held; releases it. */
-static int mtl_rdmx_end_call(int rc, const char* call) {
+ * Called with M->lock held; releases it. The common end, a call that succeeded and
+ * completed nothing, is inline. */
+static int mtl_rdmx_end_call_slow(int rc, const char* call) {
   if (OPAL_UNLIKELY(RDMX_OK != rc)) mtl_rdmx_call_failed(call, rc);
   mtl_rdmx_request_t* done = mtl_rdmx_take_completed();
   OPAL_THREAD_UNLOCK(&M->lock);
   mtl_rdmx_finish(done);
   return rc;
+}
+
+static inline int mtl_rdmx_end_call(int rc, const char* call) {
+  if (OPAL_LIKELY(RDMX_OK == rc && NULL == M->done_head)) {
+    OPAL_THREAD_UNLOCK(&M->lock);
+    return rc;
+  }
+  return mtl_rdmx_end_call_slow(rc, call);
 }
 
 static void mtl_rdmx_prepare(mtl_rdmx_request_t* r, int kind, struct ompi_communicator_t* comm,
@@ -215,8 +227,8 @@ static int mtl_rdmx_start_send(struct ompi_communicator_t* comm, int dest, int t
   if (OPAL_LIKELY(done)) {
     r->status.error = RDMX_OK;
     r->state = MTL_RDMX_COMPLETED;
-    r->next = NULL;
-    mtl_rdmx_finish(r);
+    mtl_rdmx_finish_send(r);
+    r->super.completion_callback(&r->super);
   }
   return OMPI_SUCCESS;
 }
