@@ -34,4 +34,15 @@ namespace rdmx {
   }
 }
 
+// The same pointer, with what it points at hidden from the compiler. A message handed on
+// from a small fixed buffer (a queue entry copied to the stack) has a length checked at
+// run time; GCC's bounds analysis cannot follow that check through the engine's parsing,
+// and under some optimisation levels reports the engine's branch for long payloads as
+// reading past the buffer, a branch such a message never takes.
+template <class T>
+[[gnu::always_inline]] inline T* hide_bounds(T* p) {
+  asm("" : "+r"(p));
+  return p;
+}
+
 }  // namespace rdmx

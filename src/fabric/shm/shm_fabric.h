@@ -295,7 +295,7 @@ int Fabric::progress(Sink& sink) {
         alignas(8) uint8_t msg[Arrival::kInlineMax];
         __builtin_memcpy(msg, a->data, sizeof msg);
         c->arrivals.pop();
-        sink.on_recv_unbuffered(c->user, msg, len);
+        sink.on_recv_unbuffered(c->user, hide_bounds(msg), len);
       } else if (kind == Arrival::Recv && t < c->tokens.size() && c->tokens[t].live &&
                  len <= c->tokens[t].len) {
         PostedBuf& b = c->tokens[t];
