@@ -33,6 +33,7 @@ struct Settings {
   uint64_t loopback_rd_atom;     // RDMX_LOOPBACK_DEVICE_RD_ATOM
   uint64_t loopback_max_inline;  // RDMX_LOOPBACK_MAX_INLINE
   uint64_t loopback_in_place;    // RDMX_LOOPBACK_SEND_IN_PLACE
+  uint64_t loopback_unbuffered;  // RDMX_LOOPBACK_SMALL_UNBUFFERED
   std::string shm;               // RDMX_SHM: auto|on|off
   std::string shm_read;          // RDMX_SHM_READ: auto|cma|copy
   std::string shm_domain;        // RDMX_SHM_DOMAIN

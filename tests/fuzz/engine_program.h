@@ -2,7 +2,9 @@
 // and written by the seed writer (write_seeds.cpp), so that both agree on the layout:
 //
 //   setup: u8 variant (bit 0: RDMX_SRQ=1; bits 1-2: the context's eager limit, 0, 64,
-//          256 or 1024; bit 3: RDMX_CREDITS 8 instead of 4), then rank 1's connect offer:
+//          256 or 1024; bit 3: RDMX_CREDITS 8 instead of 4; bit 4:
+//          RDMX_LOOPBACK_SMALL_UNBUFFERED=1, messages of up to 48 bytes reach the context
+//          without a receive buffer, as through shared memory), then rank 1's connect offer:
 //          u16 credits, u8 control credits, u32 eager limit, u8 flags
 //   then operations until the input ends, each a u8 (modulo kOps) and its operands:
 //     RawSend    u8 fixes, u16 length, that many bytes: a SEND from rank 1
@@ -41,6 +43,7 @@ struct Setup {
   int64_t srq = 0;
   int64_t eager_limit = 256;
   int64_t credits = 4;
+  int64_t unbuffered = 0;
   uint16_t peer_credits = 16;
   uint8_t peer_ctrl_credits = 4;
   uint32_t peer_eager_limit = 256;
@@ -57,6 +60,7 @@ inline Setup read_setup(Input& in) {
   s.srq = v & 1;
   s.eager_limit = kEagerLimits[(v >> 1) & 3];
   s.credits = v & 8 ? 8 : 4;
+  s.unbuffered = (v >> 4) & 1;
   s.peer_credits = in.u16();
   s.peer_ctrl_credits = in.u8();
   s.peer_eager_limit = in.u32();
@@ -129,7 +133,8 @@ inline int32_t pick_tag(uint8_t b) { return b % 8 == 7 ? RDMX_ANY_TAG : int32_t(
 class ProgramWriter {
  public:
   explicit ProgramWriter(const Setup& s) {
-    uint8_t v = uint8_t(s.srq & 1) | uint8_t(s.credits == 8 ? 8 : 0);
+    uint8_t v =
+        uint8_t(s.srq & 1) | uint8_t(s.credits == 8 ? 8 : 0) | uint8_t((s.unbuffered & 1) << 4);
     for (uint8_t i = 0; i < 4; ++i)
       if (kEagerLimits[i] == s.eager_limit) v |= uint8_t(i << 1);
     u8(v);

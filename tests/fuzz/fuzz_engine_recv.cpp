@@ -53,6 +53,8 @@ struct RawPeer {
   }
   void on_rejected(void*, const uint8_t*, size_t, const char*) { closed = true; }
   void on_conn_error(void*, fabric::Failure, const char*) { closed = true; }
+  // Rank 1's endpoint takes every message in a buffer (RDMX_LOOPBACK_SMALL_UNBUFFERED=0).
+  void on_recv_unbuffered(void*, const uint8_t*, uint32_t) {}
   void on_recv(void*, uint64_t wr, uint32_t len) {
     uint8_t* b = recv_mem.data() + wr * kPeerBufSize;
     wire::Header h;
@@ -125,6 +127,7 @@ bool Run::setup() {
   FUZZ_CHECK(rdmx_settings_set_int(so, "RDMX_EAGER_LIMIT", s.eager_limit) == RDMX_OK);
   FUZZ_CHECK(rdmx_settings_set_int(so, "RDMX_CREDITS", s.credits) == RDMX_OK);
   FUZZ_CHECK(rdmx_settings_set_int(so, "RDMX_SRQ", s.srq) == RDMX_OK);
+  FUZZ_CHECK(rdmx_settings_set_int(so, "RDMX_LOOPBACK_SMALL_UNBUFFERED", s.unbuffered) == RDMX_OK);
   FUZZ_CHECK(rdmx_settings_set_int(so, "RDMX_RNDV_CHUNK", 4096) == RDMX_OK);
   // Segments are taken where the eager limit allows them (1024 and up).
   FUZZ_CHECK(rdmx_settings_set_int(so, "RDMX_MIDSIZE_LIMIT", 8192) == RDMX_OK);

@@ -341,6 +341,25 @@ void engine_recv() {
   Setup bad_offer = s;
   bad_offer.peer_credits = 1;
   write(t, "offer-rejected", ProgramWriter(bad_offer).recv(kAny, 0, kTag0, 8).bytes());
+  // Small messages without receive buffers, as through shared memory: the first before
+  // the context's connection is up, expected and unexpected, synchronous, and one byte
+  // over the size that rides in the completion.
+  Setup unbuffered = s;
+  unbuffered.unbuffered = 1;
+  write(t, "unbuffered-small",
+        ProgramWriter(unbuffered)
+            .raw_send(kFixAll, hello)
+            .recv(kFrom1, 0, kTag0, 64)
+            .raw_send(kFixAll | kFixLength, eager(0, 16))
+            .raw_send(kFixAll | kFixLength, eager(1, 8))
+            .raw_send(kFixAll | kFixLength, eager(0, 17))
+            .raw_send(kFixAll, eager(0, 8, wire::kSync))
+            .recv(kAny, 0, kTag1, 8)
+            .recv(kAny, 0, kTag0, 64)
+            .recv(kAny, 0, kTag0, 8)
+            .progress(4)
+            .simple(Op::Test)
+            .bytes());
   Setup outsider = s;
   outsider.peer_flags |= kUnsealed;  // no proof of the job key: refused, then it sends anyway
   write(t, "offer-unsealed",

@@ -120,6 +120,10 @@ BackendSpec spec_of(const std::string& backend) {
   if (backend == "loopback") return {"loopback", {}, {true, false, S::High, S::High}};
   if (backend == "loopback-in-place")
     return {"loopback", {{"RDMX_LOOPBACK_SEND_IN_PLACE", "1"}}, {true, false, S::High, S::High}};
+  if (backend == "loopback-unbuffered")
+    return {"loopback",
+            {{"RDMX_LOOPBACK_SMALL_UNBUFFERED", "1"}},
+            {true, false, S::High, S::High, true}};
   if (backend == "loopback-srq")
     return {"loopback", {{"RDMX_SRQ", "1"}}, {true, true, S::Medium, S::Medium}};
   if (backend == "ofi-tcp")

@@ -25,6 +25,7 @@ struct RawSink {
   }
   void on_conn_error(void*, fabric::Failure, const char*) {}
   void on_recv(void*, uint64_t, uint32_t) {}
+  void on_recv_unbuffered(void*, const uint8_t*, uint32_t) {}
   void on_send_done(void*, uint64_t) {}
   void on_read_done(void*, uint64_t) {}
   void on_wr_error(void*, uint64_t, fabric::Failure, const char*) {}

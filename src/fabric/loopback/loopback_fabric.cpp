@@ -68,6 +68,7 @@ int Fabric::open(const Settings& s, int32_t, std::string& err) {
   ep_->device_rd_atom = uint32_t(s.loopback_rd_atom);
   ep_->max_inline = uint32_t(s.loopback_max_inline);
   ep_->sends_unregistered = s.loopback_in_place != 0;
+  ep_->small_unbuffered = s.loopback_unbuffered != 0;
   max_rd_atomic_ = uint32_t(s.max_rd_atomic);
   World& w = World::get();
   std::lock_guard<std::mutex> g(w.mu);
@@ -292,6 +293,24 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_
           dst += sge[i].len;
         }
         pe->parked.push(std::move(m));
+        ok = true;
+      } else if (!pe->shared && pe->small_unbuffered && total <= Completion::kUnbufferedMax) {
+        Completion u{Completion::RecvUnbuffered,
+                     false,
+                     fabric::Failure::Other,
+                     uint32_t(total),
+                     0,
+                     0,
+                     p->user,
+                     p};
+        uint8_t* dst = u.data;
+        for (int i = 0; i < n; ++i) {
+          std::memcpy(dst, sge[i].addr, sge[i].len);
+          dst += sge[i].len;
+        }
+        if (nth == f.corrupt_at_send.load(std::memory_order_relaxed) && f.corrupt_offset < total)
+          u.data[f.corrupt_offset] ^= f.corrupt_xor;
+        pe->complete(u);
         ok = true;
       } else if (!pe->shared && p->recvs.empty()) {
         fail = fabric::Failure::RnrRetryExceeded;  // a credit bug: RNR with rnr_retry 0

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "core/copy.h"
 #include "fabric/fabric.h"
 #include "fabric/loopback/loopback_state.h"
 #include "rdmx/rdmx.h"
@@ -107,6 +108,9 @@ int Fabric::progress(Sink& sink) {
     const Completion& c = batch[i];
     switch (c.kind) {
       case Completion::Recv: sink.on_recv(c.user, c.wr, c.len); break;
+      case Completion::RecvUnbuffered:
+        sink.on_recv_unbuffered(c.user, hide_bounds(c.data), c.len);
+        break;
       case Completion::SendDone: sink.on_send_done(c.user, c.wr); break;
       case Completion::ReadDone: sink.on_read_done(c.user, c.wr); break;
       case Completion::WrError:

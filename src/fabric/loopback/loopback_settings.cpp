@@ -27,6 +27,14 @@ constexpr SettingDecl kDecls[] = {
      .help = "loopback fabric: 1 = SENDs may come from unregistered memory, as over libfabric "
              "tcp (the engine then sends large eager payloads from the caller's buffer)",
      .store_int = store_int<&Settings::loopback_in_place>},
+    {.name = "RDMX_LOOPBACK_SMALL_UNBUFFERED",
+     .type = RDMX_SETTING_INT,
+     .def = 0,
+     .min = 0,
+     .max = 1,
+     .help = "loopback fabric: 1 = messages of up to 48 bytes arrive in the completion itself "
+             "and take no receive buffer, as through shared memory",
+     .store_int = store_int<&Settings::loopback_unbuffered>},
 };
 
 }  // namespace

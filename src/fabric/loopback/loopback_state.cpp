@@ -85,8 +85,10 @@ bool EpState::take_event(CmEvent& out) {
   // As on a device, a connection fails only after every message that arrived on it
   // has been reported.
   const CmEvent& e = events_.front();
-  if (e.kind == CmEvent::ConnError &&
-      cq_.any([&e](const Completion& c) { return c.kind == Completion::Recv && c.user == e.user; }))
+  if (e.kind == CmEvent::ConnError && cq_.any([&e](const Completion& c) {
+        return (c.kind == Completion::Recv || c.kind == Completion::RecvUnbuffered) &&
+               c.user == e.user;
+      }))
     return false;
   out = events_.pop();
   return true;

@@ -20,9 +20,10 @@ namespace rdmx::loopback {
 class EpState;
 struct Conn;
 
-// A data-path completion.
+// A data-path completion. RecvUnbuffered carries its message (RDMX_LOOPBACK_SMALL_UNBUFFERED).
 struct Completion {
-  enum Kind : uint8_t { Recv, SendDone, ReadDone, WrError };
+  enum Kind : uint8_t { Recv, SendDone, ReadDone, WrError, RecvUnbuffered };
+  static constexpr uint32_t kUnbufferedMax = 48;
   Kind kind;
   bool is_read;
   fabric::Failure failure;
@@ -31,6 +32,7 @@ struct Completion {
   uint64_t ready_tick;
   void* user;
   Conn* conn;
+  uint8_t data[kUnbufferedMax] = {};
 };
 
 struct ConnRequest {
@@ -88,6 +90,7 @@ class EpState {
   uint32_t device_rd_atom = 16;
   uint32_t max_inline = 128;
   bool sends_unregistered = false;
+  bool small_unbuffered = false;  // small messages take no receive buffer
   bool closed = false;
   std::vector<std::unique_ptr<Conn>> conns;
   std::vector<std::unique_ptr<ConnRequest>> requests;
