@@ -77,11 +77,7 @@ class Credits {
     ctrl_to_return_ += held_ctrl_;
     to_return_ += held_count_ - held_ctrl_;
     held_count_ = held_ctrl_ = 0;
-    if (to_return_ >= threshold_) {
-      due_ = true;
-      return true;
-    }
-    return false;
+    return check_due();
   }
   // A message that took no receive buffer (the fabric carried it in its queue entry):
   // its credit is owed back at once. True if that makes an explicit credit message due.
@@ -90,16 +86,19 @@ class Credits {
       ++ctrl_to_return_;
     else
       ++to_return_;
-    if (to_return_ >= threshold_) {
-      due_ = true;
-      return true;
-    }
-    return false;
+    return check_due();
   }
   // The link broke: the held buffers are not posted again, nothing is owed for them.
   void drop_held() { held_count_ = held_ctrl_ = 0; }
 
  private:
+  // Enough is owed for an explicit credit message: it is due.
+  bool check_due() {
+    if (to_return_ < threshold_) return false;
+    due_ = true;
+    return true;
+  }
+
   uint32_t credits_ = 0;
   uint32_t ctrl_credits_ = 0;
   uint32_t to_return_ = 0;

@@ -269,6 +269,18 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_
   int64_t nth = f.sends_posted.fetch_add(1, std::memory_order_relaxed) + 1;
   fabric::Failure fail = fabric::Failure::Other;
   bool ok = false;
+  // The SEND's pieces laid end to end where they land, and the injected corruption of
+  // the landed bytes when this is the send it names.
+  auto gather = [&](uint8_t* dst) {
+    for (int i = 0; i < n; ++i) {
+      std::memcpy(dst, sge[i].addr, sge[i].len);
+      dst += sge[i].len;
+    }
+  };
+  auto corrupt = [&](uint8_t* dst) {
+    if (nth == f.corrupt_at_send.load(std::memory_order_relaxed) && f.corrupt_offset < total)
+      dst[f.corrupt_offset] ^= f.corrupt_xor;
+  };
   if (nth == f.error_at_send.load(std::memory_order_relaxed)) {
     fail = fabric::Failure::RetryExceeded;
   } else {
@@ -287,11 +299,7 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_
         fail = fabric::Failure::Flushed;
       } else if (pe->shared && pe->shared_recvs.empty()) {
         EpState::Parked m{p, std::vector<uint8_t>(total)};
-        uint8_t* dst = m.data.data();
-        for (int i = 0; i < n; ++i) {
-          std::memcpy(dst, sge[i].addr, sge[i].len);
-          dst += sge[i].len;
-        }
+        gather(m.data.data());
         pe->parked.push(std::move(m));
         ok = true;
       } else if (!pe->shared && pe->small_unbuffered && total <= Completion::kUnbufferedMax) {
@@ -303,13 +311,8 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_
                      0,
                      p->user,
                      p};
-        uint8_t* dst = u.data;
-        for (int i = 0; i < n; ++i) {
-          std::memcpy(dst, sge[i].addr, sge[i].len);
-          dst += sge[i].len;
-        }
-        if (nth == f.corrupt_at_send.load(std::memory_order_relaxed) && f.corrupt_offset < total)
-          u.data[f.corrupt_offset] ^= f.corrupt_xor;
+        gather(u.data);
+        corrupt(u.data);
         pe->complete(u);
         ok = true;
       } else if (!pe->shared && p->recvs.empty()) {
@@ -321,13 +324,8 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_
               {Completion::WrError, false, fabric::Failure::LocalLength, 0, r.wr, 0, p->user, p});
           fail = fabric::Failure::RemoteAccess;
         } else {
-          auto* dst = static_cast<uint8_t*>(r.buf);
-          for (int i = 0; i < n; ++i) {
-            std::memcpy(dst, sge[i].addr, sge[i].len);
-            dst += sge[i].len;
-          }
-          if (nth == f.corrupt_at_send.load(std::memory_order_relaxed) && f.corrupt_offset < total)
-            static_cast<uint8_t*>(r.buf)[f.corrupt_offset] ^= f.corrupt_xor;
+          gather(static_cast<uint8_t*>(r.buf));
+          corrupt(static_cast<uint8_t*>(r.buf));
           pe->complete({Completion::Recv, false, fabric::Failure::Other, uint32_t(total), r.wr, 0,
                         p->user, p});
           ok = true;
