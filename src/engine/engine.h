@@ -156,9 +156,10 @@ class Engine {
   // Sending (engine_send.h).
   // A link is ready (Open and may send, link_state.h) until it closes; only then do the
   // per-message fast paths, or any send, apply.
+  // (Such a send goes with the short header.)
   static uint64_t inline_eager_below(const Link<F>& l) {
-    if (l.attrs.max_inline < sizeof(wire::Header)) return 0;
-    return std::min<uint64_t>(l.attrs.max_inline - sizeof(wire::Header), l.eager_limit) + 1;
+    if (l.attrs.max_inline < wire::kShortBytes) return 0;
+    return std::min<uint64_t>(l.attrs.max_inline - wire::kShortBytes, l.eager_limit) + 1;
   }
   bool can_send(const Link<F>& l) const {
     return l.state.ready() && l.credits.available() > 0 && l.sq.has_room();
@@ -203,6 +204,14 @@ class Engine {
     h.version_type = wire::Header::make_vt(t);
     return h;
   }
+  // The header of an eager message without flags: only its first kShortBytes are sent.
+  static wire::Header short_header(uint32_t cid, int32_t tag) {
+    wire::Header h{};
+    h.version_type = wire::Header::make_vt(wire::Type::Short);
+    h.context_id = cid;
+    h.tag = tag;
+    return h;
+  }
   // Sends what is waiting for p, if anything may be (the check is one flag: most calls
   // find nothing to do).
   void pump(Peer<F>& p) {
@@ -228,8 +237,12 @@ class Engine {
   [[gnu::noinline]] bool handle_other(Link<F>& l, const uint8_t* b, uint32_t len);
   [[gnu::always_inline]] void handle_eager(Link<F>& l, const wire::Header& h, const uint8_t* b,
                                            uint32_t len, bool sync);
+  [[gnu::always_inline]] void take_eager(Link<F>& l, uint32_t cid, int32_t tag,
+                                         const uint8_t* payload, uint64_t len, bool sync,
+                                         uint64_t sender_request);
   [[gnu::cold, gnu::noinline]] void bad_eager(Link<F>& l, uint64_t says, uint32_t len);
-  [[gnu::noinline]] void unexpected_eager(Link<F>& l, const uint8_t* b, uint32_t off, bool sync,
+  [[gnu::noinline]] void unexpected_eager(Link<F>& l, uint32_t cid, int32_t tag,
+                                          const uint8_t* payload, uint64_t len, bool sync,
                                           uint64_t sender_request);
   void handle_rts(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
   void handle_done(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);

@@ -139,27 +139,40 @@ void Engine<F>::repost_consumed(Link<F>& l) {
   if (l.credits.reposted()) l.peer->pending = true;  // an explicit credit message is due
 }
 
-// Checks and dispatches one arrived message; true if it was a credit message. An
-// eager message without flags (the common case) is handled here; every other kind
-// goes out of line.
+// Checks and dispatches one arrived message; true if it was a credit message. A short
+// eager message (the common case) and an eager one without flags are handled here;
+// every other kind goes out of line.
 template <fabric::Fabric F>
 inline bool Engine<F>::handle_message(Link<F>& l, const uint8_t* b, uint32_t len) {
   wire::Header h;
-  if (len < sizeof h) [[unlikely]] {
+  if (len < wire::kShortBytes) [[unlikely]] {
     bad_message(l, b, len, l.recv_seq);
     return false;
   }
-  std::memcpy(&h, b, sizeof h);
-  if (h.seq != l.recv_seq || h.source != l.peer->rank) [[unlikely]] {
+  std::memcpy(&h, b, wire::kShortBytes);
+  bool is_short = h.version_type == wire::Header::make_vt(wire::Type::Short);
+  if (!is_short) [[unlikely]] {
+    if (len < sizeof h) {
+      bad_message(l, b, len, l.recv_seq);
+      return false;
+    }
+    std::memcpy(&h, b, sizeof h);
+  }
+  if (h.seq != l.recv_seq || (!is_short && h.source != l.peer->rank)) [[unlikely]] {
     bad_message(l, b, len, l.recv_seq);
     return false;
   }
   ++l.recv_seq;
   l.credits.receive(h.credits, h.ctrl_credits);
-  if (h.vt_flags() == wire::Header::make_vt(wire::Type::Eager) && !l.reassembly.active())
-      [[likely]] {  // no flags, and no segments arriving
-    handle_eager(l, h, b, len, false);
-    return false;
+  if (!l.reassembly.active()) [[likely]] {  // no segments arriving
+    if (is_short) [[likely]] {
+      take_eager(l, h.context_id, h.tag, b + wire::kShortBytes, len - wire::kShortBytes, false, 0);
+      return false;
+    }
+    if (h.vt_flags() == wire::Header::make_vt(wire::Type::Eager)) {
+      handle_eager(l, h, b, len, false);
+      return false;
+    }
   }
   return handle_other(l, b, len);
 }
@@ -167,14 +180,15 @@ inline bool Engine<F>::handle_message(Link<F>& l, const uint8_t* b, uint32_t len
 // Every message but a plain eager one; true if it was a credit message.
 template <fabric::Fabric F>
 bool Engine<F>::handle_other(Link<F>& l, const uint8_t* b, uint32_t len) {
-  wire::Header h;
-  std::memcpy(&h, b, sizeof h);
+  wire::Header h{};
+  std::memcpy(&h, b, std::min<uint32_t>(len, sizeof h));
   if (h.version() != wire::kVersion) {
     bad_message(l, b, len, h.seq);
     return false;
   }
   // A message's segments come back to back: nothing else that is matched may cut in.
-  if (l.reassembly.active() && (h.type() == wire::Type::Eager || h.type() == wire::Type::Rts)) {
+  if (l.reassembly.active() && (h.type() == wire::Type::Eager || h.type() == wire::Type::Short ||
+                                h.type() == wire::Type::Rts)) {
     bad_segment(l, l.reassembly.total, "a message cutting in before its last segment");
     return false;
   }
@@ -196,22 +210,36 @@ bool Engine<F>::handle_other(Link<F>& l, const uint8_t* b, uint32_t len) {
 template <fabric::Fabric F>
 void Engine<F>::bad_message(Link<F>& l, const uint8_t* b, uint32_t len, uint32_t expected) {
   std::string rank = "rank " + std::to_string(l.peer->rank);
-  wire::Header h;
-  if (len < sizeof h)
-    return fail_link(
-        l, RDMX_ERR_PROTOCOL,
-        rank + " sent a " + std::to_string(len) + "-byte message, shorter than a header");
-  std::memcpy(&h, b, sizeof h);
-  if (h.version() != wire::kVersion || h.seq != expected || h.source != l.peer->rank)
+  wire::Header h{};
+  if (len < wire::kShortBytes)
+    return fail_link(l, RDMX_ERR_PROTOCOL,
+                     rank + " sent a " + std::to_string(len) +
+                         "-byte message, shorter than the shortest header (" +
+                         std::to_string(wire::kShortBytes) + " bytes)");
+  std::memcpy(&h, b, std::min<uint32_t>(len, sizeof h));
+  bool is_short = h.type() == wire::Type::Short;
+  if (h.version() != wire::kVersion)
     return fail_link(l, RDMX_ERR_PROTOCOL,
                      rank + " sent a message with version " + std::to_string(h.version()) +
-                         ", sequence " + std::to_string(h.seq) + " (expected " +
-                         std::to_string(expected) + "), source " + std::to_string(h.source));
+                         " (expected " + std::to_string(wire::kVersion) + ")");
+  if (h.type() < wire::Type::Eager || h.type() > wire::Type::Short)
+    return fail_link(l, RDMX_ERR_PROTOCOL,
+                     rank + " sent a message of unknown type " + std::to_string(int(h.type())));
+  if (!is_short && len < sizeof h)
+    return fail_link(l, RDMX_ERR_PROTOCOL,
+                     rank + " sent a " + std::to_string(len) + "-byte message of type " +
+                         std::to_string(int(h.type())) + ", shorter than its " +
+                         std::to_string(sizeof h) + "-byte header");
+  if (h.seq != expected || (!is_short && h.source != l.peer->rank))
+    return fail_link(l, RDMX_ERR_PROTOCOL,
+                     rank + " sent a message with sequence " + std::to_string(h.seq) +
+                         " (expected " + std::to_string(expected) + ")" +
+                         (is_short ? "" : ", source " + std::to_string(h.source)));
   fail_link(l, RDMX_ERR_PROTOCOL,
             rank + " sent a message of unknown type " + std::to_string(int(h.type())));
 }
 
-// An eager message: delivered to the oldest matching receive, or kept as unexpected.
+// An eager message with a length field: checked against what arrived, then taken.
 // sync: a ReqRef follows the header, and the sender waits for an ack of the match.
 template <fabric::Fabric F>
 inline void Engine<F>::handle_eager(Link<F>& l, const wire::Header& h, const uint8_t* b,
@@ -225,13 +253,21 @@ inline void Engine<F>::handle_eager(Link<F>& l, const wire::Header& h, const uin
   }
   if (len - off != h.length) [[unlikely]]
     return bad_eager(l, h.length, len);
+  take_eager(l, h.context_id, h.tag, b + off, h.length, sync, ref.sender_request);
+}
+
+// An eager message's payload: delivered to the oldest matching receive, or kept as
+// unexpected.
+template <fabric::Fabric F>
+inline void Engine<F>::take_eager(Link<F>& l, uint32_t cid, int32_t tag, const uint8_t* payload,
+                                  uint64_t len, bool sync, uint64_t sender_request) {
   Peer<F>& p = *l.peer;
-  if (Req* r = static_cast<Req*>(posted_.match(h.context_id, p.rank, h.tag))) [[likely]] {
-    deliver(*r, p.rank, h.tag, b + off, h.length);
-    if (sync) queue_control(p, wire::Type::SyncAck, ref.sender_request);
+  if (Req* r = static_cast<Req*>(posted_.match(cid, p.rank, tag))) [[likely]] {
+    deliver(*r, p.rank, tag, payload, len);
+    if (sync) queue_control(p, wire::Type::SyncAck, sender_request);
     return;
   }
-  unexpected_eager(l, b, off, sync, ref.sender_request);
+  unexpected_eager(l, cid, tag, payload, len, sync, sender_request);
 }
 
 template <fabric::Fabric F>
@@ -242,20 +278,17 @@ void Engine<F>::bad_eager(Link<F>& l, uint64_t says, uint32_t len) {
                 " bytes but " + std::to_string(len) + " arrived");
 }
 
-// An eager message no receive was waiting for (its payload at b + off): the payload
-// is copied aside.
+// An eager message no receive was waiting for: the payload is copied aside.
 template <fabric::Fabric F>
-void Engine<F>::unexpected_eager(Link<F>& l, const uint8_t* b, uint32_t off, bool sync,
-                                 uint64_t sender_request) {
-  wire::Header h;
-  std::memcpy(&h, b, sizeof h);
-  Unexp& u = new_unexpected(h.length, &l);
+void Engine<F>::unexpected_eager(Link<F>& l, uint32_t cid, int32_t tag, const uint8_t* payload,
+                                 uint64_t len, bool sync, uint64_t sender_request) {
+  Unexp& u = new_unexpected(len, &l);
   u.sync = sync;
   u.remote = {0, 0, sender_request};
-  u.payload = payloads_.get(h.length);
-  if (h.length) std::memcpy(u.payload.data, b + off, h.length);
+  u.payload = payloads_.get(len);
+  if (len) std::memcpy(u.payload.data, payload, len);
   ++stats_.unexpected;
-  unexpected_.add(u, h.context_id, l.peer->rank, h.tag);
+  unexpected_.add(u, cid, l.peer->rank, tag);
 }
 
 template <fabric::Fabric F>

@@ -24,10 +24,10 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
   // (inline_eager_below is 0 unless the link is open and may send.)
   if (l && !(flags & RDMX_SEND_SYNC) && !p.pending && len < l->state.inline_eager_below() &&
       l->credits.available() > 0 && l->sq.has_room()) [[likely]] {
-    wire::Header h = header(wire::Type::Eager, cid, tag, len);
+    wire::Header h = short_header(cid, tag);
     fabric::Sge sge[2];
     sge[0].addr = &h;
-    sge[0].len = sizeof h;
+    sge[0].len = wire::kShortBytes;
     sge[0].desc = nullptr;
     sge[1].addr = buf;
     sge[1].len = uint32_t(len);
@@ -127,7 +127,9 @@ inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
       return true;
     }
   }
-  wire::Header h = header(r.reg ? wire::Type::Rts : wire::Type::Eager, r.cid, r.tag, r.len);
+  wire::Header h = r.reg    ? header(wire::Type::Rts, r.cid, r.tag, r.len)
+                   : r.sync ? header(wire::Type::Eager, r.cid, r.tag, r.len)
+                            : short_header(r.cid, r.tag);
   uint64_t id = ObjectPool<Req>::id_of(&r);
   bool sent;
   if (!r.reg) {
@@ -173,12 +175,13 @@ template <fabric::Fabric F>
 inline bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len,
                             const void* payload, uint64_t payload_len, bool ctrl, Req* owner,
                             bool completes) {
-  if (sizeof h + extra_len + payload_len > l.attrs.max_inline ||
-      (owner && sends_in_place(l, *owner))) [[unlikely]]
+  uint32_t hlen = wire::header_bytes(h);
+  if (hlen + extra_len + payload_len > l.attrs.max_inline || (owner && sends_in_place(l, *owner)))
+      [[unlikely]]
     return post_bounce(l, h, extra, extra_len, payload, payload_len, ctrl, owner, completes);
   fabric::Sge sge[3];
   int n = 0;
-  sge[n++] = {&h, sizeof h, nullptr};
+  sge[n++] = {&h, hlen, nullptr};
   if (extra_len) sge[n++] = {extra, extra_len, nullptr};
   if (payload_len) sge[n++] = {payload, uint32_t(payload_len), nullptr};
   return post_inline(l, h, sge, n, ctrl);
@@ -224,9 +227,10 @@ bool Engine<F>::post_bounce(Link<F>& l, wire::Header& h, const void* extra, uint
   }
   stamp(l, h);
   uint8_t* b = bounce_mem_.get() + size_t(bounce) * recv_buf_size_;
-  uint32_t head = uint32_t(sizeof h + extra_len);
-  std::memcpy(b, &h, sizeof h);
-  if (extra_len) std::memcpy(b + sizeof h, extra, extra_len);
+  uint32_t hlen = wire::header_bytes(h);
+  uint32_t head = hlen + extra_len;
+  std::memcpy(b, &h, hlen);
+  if (extra_len) std::memcpy(b + hlen, extra, extra_len);
   bool in_place = owner && payload_len && sends_in_place(l, *owner);
   fabric::Sge sge[2] = {{b, head, bounce_reg_.region().desc()},
                         {payload, uint32_t(payload_len), nullptr}};

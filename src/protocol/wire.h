@@ -1,13 +1,14 @@
 // The rdmx wire format: every SEND starts with a Header (docs/wire-format.md).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
 namespace rdmx::wire {
 
-inline constexpr uint8_t kVersion = 1;
+inline constexpr uint8_t kVersion = 2;
 
 enum class Type : uint8_t {
   Eager = 1,    // header [+ SyncTail] + payload
@@ -17,6 +18,7 @@ enum class Type : uint8_t {
   Credit = 5,   // header only: explicit credit return
   Hello = 6,    // header only: the active side's first message on a connection
   Segment = 7,  // header + one piece of a mid-size message (engine_segment.h)
+  Short = 8,    // short header + payload: an eager message without flags
 };
 
 enum Flags : uint8_t {
@@ -24,16 +26,20 @@ enum Flags : uint8_t {
 };
 
 // 32 bytes, naturally aligned, little-endian (rdmx runs between same-endian hosts).
+// Its first kShortBytes are the whole header of a Short message, an eager message
+// without flags: its length is what follows the short header, its source the
+// connection's peer. A small message then fits in half a cache line with its payload.
 struct Header {
-  uint64_t length;      // full message length in bytes (Eager/Rts)
-  uint32_t context_id;  // MPI communicator context
-  int32_t source;       // sender's rank
-  int32_t tag;
-  uint32_t seq;          // per-connection message sequence number, from 0
   uint8_t version_type;  // version << 4 | type
-  uint8_t flags;
-  uint16_t credits;      // regular receive buffers returned to the peer
   uint8_t ctrl_credits;  // control (credit-message) buffers returned to the peer
+  uint16_t credits;      // regular receive buffers returned to the peer
+  uint32_t seq;          // per-connection message sequence number, from 0
+  uint32_t context_id;   // MPI communicator context
+  int32_t tag;
+  // A Short message's header ends here.
+  uint64_t length;  // full message length in bytes (Eager/Rts/Segment)
+  int32_t source;   // sender's rank
+  uint8_t flags;
   uint8_t reserved[3];
 
   Type type() const { return Type(version_type & 0x0f); }
@@ -43,6 +49,14 @@ struct Header {
   uint16_t vt_flags() const { return uint16_t(version_type | flags << 8); }
 };
 static_assert(sizeof(Header) == 32 && std::is_trivially_copyable_v<Header>);
+
+inline constexpr uint32_t kShortBytes = 16;
+static_assert(offsetof(Header, length) == kShortBytes);
+
+// The bytes of h that go on the wire.
+inline uint32_t header_bytes(const Header& h) {
+  return h.type() == Type::Short ? kShortBytes : uint32_t(sizeof h);
+}
 
 struct ReqRef {
   uint64_t sender_request;  // opaque to the receiver, echoed back

@@ -55,19 +55,20 @@ TEST_P(EngineTest, CreditExhaustionWithSlowReceiver) {
       SettingList{{"RDMX_CREDITS", "4"}});
 }
 
-// Messages either side of the size that rides in a shared-memory queue entry (16 bytes
-// of payload, 8 for a synchronous send), interleaved with larger ones on one tag, some
-// received as they come and the rest found unexpected, with 4 credits: each arrives
-// whole and in order. Where the path carries small messages without a receive buffer,
-// every small one went that way, and the credits they took came back all the same.
+// Messages either side of the sizes that ride in a shared-memory queue entry (one slot:
+// 8 bytes of payload; two: 36, 12 for a synchronous send, which has the long header),
+// interleaved with larger ones on one tag, some received as they come and the rest
+// found unexpected, with 4 credits: each arrives whole and in order. Where the path
+// carries small messages without a receive buffer, every small one went that way, and
+// the credits they took came back all the same.
 TEST_P(EngineTest, MessagesEitherSideOfTheInlineSizeKeepTheirOrder) {
-  static const std::vector<uint64_t> kSizes = {0, 1, 8, 9, 15, 16, 17, 24, 100, 3000};
+  static const std::vector<uint64_t> kSizes = {0, 1, 8, 9, 12, 13, 16, 24, 25, 36, 37, 100, 3000};
   constexpr int kN = 200;
   constexpr uint64_t kMax = 3000;
   auto size_of = [](int i) { return kSizes[size_t(i) % kSizes.size()]; };
   auto sync_of = [](int i) { return i % 3 == 0; };
   uint64_t small = 0;
-  for (int i = 0; i < kN; ++i) small += size_of(i) <= (sync_of(i) ? 8u : 16u);
+  for (int i = 0; i < kN; ++i) small += size_of(i) <= (sync_of(i) ? 12u : 36u);
   bool unbuffered = caps().small_unbuffered;
   run(
       2,

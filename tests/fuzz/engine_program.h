@@ -3,7 +3,7 @@
 //
 //   setup: u8 variant (bit 0: RDMX_SRQ=1; bits 1-2: the context's eager limit, 0, 64,
 //          256 or 1024; bit 3: RDMX_CREDITS 8 instead of 4; bit 4:
-//          RDMX_LOOPBACK_SMALL_UNBUFFERED=1, messages of up to 48 bytes reach the context
+//          RDMX_LOOPBACK_SMALL_UNBUFFERED=1, messages of up to 52 bytes reach the context
 //          without a receive buffer, as through shared memory), then rank 1's connect offer:
 //          u16 credits, u8 control credits, u32 eager limit, u8 flags
 //   then operations until the input ends, each a u8 (modulo kOps) and its operands:
@@ -70,11 +70,11 @@ inline Setup read_setup(Input& in) {
 
 enum Fix : uint8_t {
   kFixSeq = 1,       // the sequence number the context expects next
-  kFixSource = 2,    // source rank 1
+  kFixSource = 2,    // source rank 1 (not in a Short message)
   kFixRef = 4,       // bytes 32..39: the request of the context's last RTS or sync send
   kFixRts = 8,       // bytes 32..47: an address inside rank 1's readable memory, its key
   kFixKey = 16,      // bytes 40..47: that key only (the address stays the input's)
-  kFixLength = 32,   // the length field: the eager payload that follows
+  kFixLength = 32,   // the length field: the eager payload that follows (not in a Short one)
   kFixVersion = 64,  // the protocol version
 };
 
@@ -93,8 +93,11 @@ inline void put(std::vector<uint8_t>& m, size_t at, const void* v, size_t n) {
 
 inline void apply_fixes(std::vector<uint8_t>& m, uint8_t fix, const Patch& p) {
   constexpr size_t kHeader = sizeof(wire::Header);
+  // A Short message has only the header's first 16 bytes: the fields beyond are payload.
+  bool is_short =
+      !m.empty() && (m[offsetof(wire::Header, version_type)] & 0x0f) == uint8_t(wire::Type::Short);
   if (fix & kFixSeq) put(m, offsetof(wire::Header, seq), &p.seq, 4);
-  if (fix & kFixSource) {
+  if (fix & kFixSource && !is_short) {
     int32_t one = 1;
     put(m, offsetof(wire::Header, source), &one, 4);
   }
@@ -110,7 +113,7 @@ inline void apply_fixes(std::vector<uint8_t>& m, uint8_t fix, const Patch& p) {
     put(m, kHeader, &a, 8);
   }
   if (fix & (kFixRts | kFixKey)) put(m, kHeader + 8, &p.key, 8);
-  if (fix & kFixLength && m.size() >= kHeader) {
+  if (fix & kFixLength && m.size() >= kHeader && !is_short) {
     bool sync = m[offsetof(wire::Header, flags)] & wire::kSync;
     uint64_t payload = m.size() - kHeader;
     if (sync) payload = payload >= 8 ? payload - 8 : 0;

@@ -199,6 +199,13 @@ wire::Header header(wire::Type t, uint64_t len, int32_t tag, uint8_t flags = 0) 
   return h;
 }
 
+// A Short message from rank 1: the header's first 16 bytes, then the payload.
+Bytes short_eager(int32_t tag, size_t n) {
+  Bytes b = bytes_of(header(wire::Type::Short, 0, tag));
+  b.resize(wire::kShortBytes + n, 0x5a);
+  return b;
+}
+
 Bytes eager(int32_t tag, size_t n, uint8_t flags = 0) {
   Bytes b = bytes_of(header(wire::Type::Eager, n, tag, flags));
   if (flags & wire::kSync) b = cat(b, bytes_of(uint64_t(7)));
@@ -218,6 +225,16 @@ void engine_recv() {
         ProgramWriter(s)
             .recv(kFrom1, 0, kTag0, 64)
             .raw_send(kFixAll | kFixLength, eager(0, 16))
+            .simple(Op::Test)
+            .bytes());
+  write(t, "short-expected-and-unexpected",
+        ProgramWriter(s)
+            .recv(kFrom1, 0, kTag0, 64)
+            .raw_send(kFixAll, short_eager(0, 8))
+            .raw_send(kFixAll, short_eager(1, 36))
+            .raw_send(kFixAll, short_eager(0, 0))
+            .probe(kAny, 0, kTag1)
+            .recv(kAny, 0, kTag0, 4)
             .simple(Op::Test)
             .bytes());
   write(t, "eager-unexpected-probe",
@@ -351,8 +368,8 @@ void engine_recv() {
             .raw_send(kFixAll, hello)
             .recv(kFrom1, 0, kTag0, 64)
             .raw_send(kFixAll | kFixLength, eager(0, 16))
-            .raw_send(kFixAll | kFixLength, eager(1, 8))
-            .raw_send(kFixAll | kFixLength, eager(0, 17))
+            .raw_send(kFixAll, short_eager(1, 8))
+            .raw_send(kFixAll, short_eager(0, 37))
             .raw_send(kFixAll, eager(0, 8, wire::kSync))
             .recv(kAny, 0, kTag1, 8)
             .recv(kAny, 0, kTag0, 64)

@@ -219,16 +219,20 @@ TEST_F(LoopbackFaults, ForeignAndCorruptPrivateDataAreRejected) {
 // it completes with that error instead of taking the bytes.
 TEST_F(LoopbackFaults, CorruptMessagesFailTheConnectionAndSayWhy) {
   struct Case {
-    uint32_t offset;  // into the 32-byte header (docs/wire-format.md)
+    bool sync;        // a synchronous send: the 32-byte header; else the 16-byte short one
+    uint32_t offset;  // into the header (docs/wire-format.md)
     uint8_t xor_with;
     const char* says;
   };
   const Case cases[] = {
-      {0, 0x01, "length field says"},  // length
-      {12, 0x01, "source"},            // source rank
-      {20, 0x01, "sequence"},          // sequence number
-      {24, 0x10, "version 0"},         // version
-      {24, 0x0e, "unknown type 15"},   // type
+      {true, 16, 0x01, "length field says"},    // length
+      {true, 24, 0x01, "source"},               // source rank
+      {false, 4, 0x01, "sequence"},             // sequence number
+      {true, 4, 0x01, "sequence"},              //
+      {false, 0, 0x10, "version 3"},            // version
+      {true, 0, 0x10, "version 3"},             //
+      {false, 0, 0x07, "unknown type 15"},      // type
+      {false, 0, 0x09, "shorter than its 32"},  // a type with a long header, cut short
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.says);
@@ -242,7 +246,12 @@ TEST_F(LoopbackFaults, CorruptMessagesFailTheConnectionAndSayWhy) {
         loopback::faults().corrupt_offset = c.offset;
         loopback::faults().corrupt_xor = c.xor_with;
         loopback::faults().corrupt_at_send = loopback::faults().sends_posted + 1;
-        EXPECT_EQ(r.finish(isend(r, 1, 1, &v, sizeof v)).error, RDMX_OK);
+        auto st = r.finish(isend(r, 1, 1, &v, sizeof v, 0, c.sync ? RDMX_SEND_SYNC : 0), 10000);
+        // A synchronous send waits for the receiver, which breaks the connection instead.
+        if (c.sync)
+          EXPECT_NE(st.error, RDMX_OK);
+        else
+          EXPECT_EQ(st.error, RDMX_OK);
       } else {
         auto st = r.finish(irecv(r, 0, 1, &v, sizeof v), 10000);
         EXPECT_EQ(st.error, RDMX_ERR_PROTOCOL);

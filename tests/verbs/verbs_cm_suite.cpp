@@ -282,7 +282,7 @@ TEST_F(VerbsCm, TheActiveSideSpeaksFirst) {
     ASSERT_EQ(peer.fabric.send(c, &sge, 1, true, 99), RDMX_OK);
     ASSERT_TRUE(drive([&] { return peer.rec.count(Recorder::Recv) >= 1; }, {&peer}, ctx));
     wire::Header h = header_at(peer, peer.rec.first(Recorder::Recv)->wr);
-    EXPECT_EQ(h.type(), wire::Type::Eager);
+    EXPECT_EQ(h.type(), wire::Type::Short);
     EXPECT_EQ(h.seq, 0u);
     EXPECT_EQ(h.tag, 3);
     rdmx_status_info_t st{};

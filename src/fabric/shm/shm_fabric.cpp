@@ -24,7 +24,8 @@ bool layout_valid(const SegmentHeader& h, size_t size) {
   auto inside = [size](uint64_t off, uint64_t len) { return off <= size && len <= size - off; };
   auto pow2 = [](uint32_t v) { return v && !(v & (v - 1)); };
   return h.magic == kSegmentMagic && h.version == kLayoutVersion && h.size <= size &&
-         pow2(h.posted_cap) && pow2(h.arrivals_cap) && pow2(h.read_reqs_cap) &&
+         pow2(h.posted_cap) && pow2(h.arrivals_cap) && h.arrivals_cap >= 2 &&
+         pow2(h.read_reqs_cap) &&
          inside(h.posted_off, uint64_t(h.posted_cap) * sizeof(PostedRecv)) &&
          inside(h.arrivals_off, uint64_t(h.arrivals_cap) * sizeof(Arrival)) &&
          inside(h.read_reqs_off, uint64_t(h.read_reqs_cap) * sizeof(ReadRequest)) &&
@@ -253,6 +254,21 @@ int Fabric::post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region
     c->posted.commit(e);  // the peer polls for these only when it sends
   }
   return RDMX_OK;
+}
+
+void Fabric::write_inline(Conn* c, Arrival& a, const fabric::Sge* sge, int n, uint32_t slots) {
+  uint8_t msg[Arrival::kInlineMax] = {};
+  uint32_t off = 0;
+  for (int i = 0; i < n; ++i) {
+    std::memcpy(msg + off, sge[i].addr, sge[i].len);
+    off += sge[i].len;
+  }
+  std::memcpy(a.data, msg, Arrival::kFirstBytes);
+  if (slots == 2) {
+    auto& more = c->peer_arrivals.slot<ArrivalMore>(1);
+    more.mark = c->peer_arrivals.index(1);
+    std::memcpy(more.data, msg + Arrival::kFirstBytes, Arrival::kMoreBytes);
+  }
 }
 
 int Fabric::send_error(Conn* c, fabric::Failure f, uint64_t wr, const char* why) {

@@ -2,7 +2,7 @@
 //
 // A SEND is one copy from the sender's buffers into a receive buffer the peer posted in
 // its inbound segment (shm_layout.h), then an entry in the peer's arrivals queue; a
-// message of up to 48 bytes rides in the entry itself and takes no buffer. No system
+// message of up to 52 bytes rides in the entry itself and takes no buffer. No system
 // call on the way. A READ is a cross-memory read of the peer's buffer
 // (process_vm_readv) where the kernel allows it, else a pipelined copy through the
 // segments' staging areas that the peer's progress serves. Connections are made over
@@ -128,8 +128,6 @@ class Fabric {
 
   static constexpr size_t kConnectDataMax = 56;
   static constexpr size_t kAcceptDataMax = 196;
-  // The engine's message header, the first piece of nearly every SEND.
-  static constexpr uint32_t kHeaderBytes = sizeof(wire::Header);
 
  private:
   // Whether a decoded address is of this host, user, network namespace and domain.
@@ -168,7 +166,12 @@ class Fabric {
   void fail_copy_reads(Conn* c, fabric::Failure f);
   bool readable(uint64_t addr, uint64_t len) const;
 
+  template <class Sink>
+  [[gnu::noinline]] void take_arrival(Conn* c, const Arrival* a, Sink& sink);
   [[gnu::cold, gnu::noinline]] void bad_arrival(Conn* c, const Arrival& a);
+  // A small message that does not fit one slot, or is not in the engine's usual shape.
+  [[gnu::noinline]] void write_inline(Conn* c, Arrival& a, const fabric::Sge* sge, int n,
+                                      uint32_t slots);
 
   int epfd_ = -1;
   int listener_ = -1;
@@ -198,24 +201,29 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
   uint64_t total = 0;
   for (int i = 0; i < n; ++i) total += sge[i].len;
   bool small = total <= Arrival::kInlineMax;
-  if (!c->established() || c->peer_arrivals.full() || (!small && c->peer_posted.empty()))
+  uint32_t slots = small ? Arrival::slots(uint32_t(total)) : 1;
+  if (!c->established() || c->peer_arrivals.full(slots) || (!small && c->peer_posted.empty()))
       [[unlikely]]
     return send_error(c, fabric::Failure::RnrRetryExceeded, wr,
-                      c->established() && c->peer_arrivals.full()
+                      c->established() && c->peer_arrivals.full(slots)
                           ? "the peer's arrivals are full"
                           : "the peer has no receive posted");
   Arrival& a = c->peer_arrivals.next();
-  a.len = uint32_t(total);
-  uint8_t* dst;
   if (small) [[likely]] {
     // Small: the message rides in the entry and takes none of the peer's buffers.
     a.kind = Arrival::RecvInline;
-    a.token = 0;
-    dst = a.data;
+    a.inline_len = uint16_t(total);
+    if (n == 2 && sge[0].len == wire::kShortBytes && slots == 1) [[likely]] {
+      // A short header and up to 8 bytes of payload: copies of known size, no call.
+      __builtin_memcpy(a.data, sge[0].addr, wire::kShortBytes);
+      copy_bytes(a.data + wire::kShortBytes, sge[1].addr, sge[1].len);
+    } else {
+      write_inline(c, a, sge, n, slots);
+    }
   } else {
     PostedRecv* p = c->peer_posted.peek();
     uint32_t offset = p->offset, plen = p->len;
-    a.token = p->token;
+    a.buf = {uint32_t(total), p->token};
     c->peer_posted.pop();
     const SegmentHeader& o = c->out_layout;
     if (offset < o.buffers_off || plen > o.buffers_len ||
@@ -223,19 +231,13 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
       return send_error(c, fabric::Failure::RemoteAccess, wr,
                         "the peer's receive buffer is outside its segment or too small");
     a.kind = Arrival::Recv;
-    dst = c->out.base() + offset;
-  }
-  if (n == 2 && sge[0].len == kHeaderBytes && small) [[likely]] {
-    // The engine's header and a small payload: copies of known size, no call.
-    __builtin_memcpy(dst, sge[0].addr, kHeaderBytes);
-    copy_bytes(dst + kHeaderBytes, sge[1].addr, sge[1].len);
-  } else {
+    uint8_t* dst = c->out.base() + offset;
     for (int i = 0; i < n; ++i) {
       __builtin_memcpy(dst, sge[i].addr, sge[i].len);
       dst += sge[i].len;
     }
   }
-  c->peer_arrivals.commit(a);
+  c->peer_arrivals.commit(a, slots);
   wake_peer(c);
   if (flags & fabric::kSendSignaled)
     complete(Completion::SendDone, fabric::Failure::Other, wr, c->user);
@@ -288,26 +290,16 @@ int Fabric::progress(Sink& sink) {
     Conn* c = live_[i];
     int n = 0;
     for (Arrival* a; n < 32 && (a = c->arrivals.peek()); ++n) {
-      uint32_t t = a->token, len = a->len, kind = a->kind;
-      if (kind == Arrival::RecvInline && len <= Arrival::kInlineMax) [[likely]] {
+      uint32_t len = a->inline_len;
+      if (a->kind == Arrival::RecvInline && len <= Arrival::kFirstBytes) [[likely]] {
         // Copied out before the entry goes back to the peer, which may then write it
-        // again: the whole inline area, a copy of known size.
-        alignas(8) uint8_t msg[Arrival::kInlineMax];
+        // again: the whole slot, a copy of known size.
+        alignas(8) uint8_t msg[Arrival::kFirstBytes];
         __builtin_memcpy(msg, a->data, sizeof msg);
         c->arrivals.pop();
         sink.on_recv_unbuffered(c->user, hide_bounds(msg), len);
-      } else if (kind == Arrival::Recv && t < c->tokens.size() && c->tokens[t].live &&
-                 len <= c->tokens[t].len) {
-        PostedBuf& b = c->tokens[t];
-        c->arrivals.pop();
-        b.live = false;
-        c->free_tokens.push_back(t);
-        sink.on_recv(c->user, b.wr, len);
       } else {
-        Arrival copy;
-        __builtin_memcpy(static_cast<void*>(&copy), a, sizeof copy);
-        c->arrivals.pop();
-        bad_arrival(c, copy);
+        take_arrival(c, a, sink);
       }
       if (!c->established()) break;
     }
@@ -318,6 +310,33 @@ int Fabric::progress(Sink& sink) {
   if (!ends_.empty()) [[unlikely]]
     finish_ends();
   return handled;
+}
+
+// Every arrival but a one-slot message: out of line, so that the poll loop stays small.
+template <class Sink>
+void Fabric::take_arrival(Conn* c, const Arrival* a, Sink& sink) {
+  uint32_t kind = a->kind, len = a->inline_len;
+  if (kind == Arrival::RecvInline && len <= Arrival::kInlineMax) {
+    alignas(8) uint8_t msg[Arrival::kInlineMax];
+    __builtin_memcpy(msg, a->data, Arrival::kFirstBytes);
+    __builtin_memcpy(msg + Arrival::kFirstBytes, c->arrivals.slot<ArrivalMore>(1).data,
+                     Arrival::kMoreBytes);
+    c->arrivals.pop(2);
+    sink.on_recv_unbuffered(c->user, hide_bounds(msg), len);
+  } else if (uint32_t t = a->buf.token, blen = a->buf.len;
+             kind == Arrival::Recv && t < c->tokens.size() && c->tokens[t].live &&
+             blen <= c->tokens[t].len) {
+    PostedBuf& b = c->tokens[t];
+    c->arrivals.pop();
+    b.live = false;
+    c->free_tokens.push_back(t);
+    sink.on_recv(c->user, b.wr, blen);
+  } else {
+    Arrival copy;
+    __builtin_memcpy(static_cast<void*>(&copy), a, sizeof copy);
+    c->arrivals.pop();
+    bad_arrival(c, copy);
+  }
 }
 
 }  // namespace rdmx::shm

@@ -21,7 +21,7 @@
 namespace rdmx::shm {
 
 constexpr uint32_t kSegmentMagic = 0x53584d52;  // "RMXS"
-constexpr uint32_t kLayoutVersion = 2;
+constexpr uint32_t kLayoutVersion = 3;
 constexpr size_t kCacheLine = 64;
 
 // A single-producer single-consumer queue's indices, each on its own cache line so that
@@ -43,20 +43,43 @@ struct PostedRecv {
 };
 static_assert(sizeof(PostedRecv) == 16);
 
-// One cache line: the consumer polls the entry itself (seq says it is written), so a
-// small message costs the one line that carries it: RecvInline carries the whole
-// message and takes no posted buffer (token unused); Recv names the buffer it filled.
-struct alignas(kCacheLine) Arrival {
-  enum Kind : uint16_t { Recv = 1, RecvInline = 2, ReadPiece = 3, ReadPieceFailed = 4 };
-  static constexpr uint32_t kInlineMax = 48;
-  std::atomic<uint32_t> seq;  // the producer's index + 1 once the entry is written
-  uint16_t kind;
-  uint16_t reserved;
-  uint32_t len;
-  uint32_t token;            // Recv*: the posted buffer's token; ReadPiece*: the staging slot
-  uint8_t data[kInlineMax];  // RecvInline: the message
+// Arrivals come in 32-byte slots, two to a cache line, and the consumer polls the entry
+// itself (seq says it is written). RecvInline carries the whole message and takes no
+// posted buffer: up to kFirstBytes (a short engine header and 8 bytes of payload) in
+// one slot, so that two such messages share a line; up to kInlineMax in two, the second
+// an ArrivalMore. Recv names the buffer it filled; ReadPiece* the staging slot.
+struct alignas(32) Arrival {
+  enum Kind : uint8_t { Recv = 1, RecvInline = 2, ReadPiece = 3, ReadPieceFailed = 4 };
+  struct BufRef {
+    uint32_t len;
+    uint32_t token;  // Recv: the posted buffer's token; ReadPiece*: the staging slot
+  };
+  static constexpr uint32_t kFirstBytes = 24;
+  static constexpr uint32_t kMoreBytes = 28;
+  static constexpr uint32_t kInlineMax = kFirstBytes + kMoreBytes;
+  // Slots a RecvInline message of len bytes takes.
+  static uint32_t slots(uint32_t len) { return len <= kFirstBytes ? 1 : 2; }
+
+  std::atomic<uint32_t> seq;  // the producer's slot index + 1 once the entry is written
+  uint8_t kind;
+  uint8_t reserved;
+  uint16_t inline_len;  // RecvInline: the message's bytes
+  union {
+    uint8_t data[kFirstBytes];  // RecvInline: the message's first bytes
+    BufRef buf;                 // every other kind
+  };
 };
-static_assert(sizeof(Arrival) == kCacheLine);
+static_assert(sizeof(Arrival) == 32);
+
+// The second slot of a two-slot entry. Its first word is where a first slot's seq would
+// be: the producer writes there the slot's own index, which is never the seq the
+// consumer will look for in it (index + 1 plus a multiple of the queue's capacity), so
+// payload left there from an earlier lap cannot pass for a new entry.
+struct alignas(32) ArrivalMore {
+  uint32_t mark;
+  uint8_t data[Arrival::kMoreBytes];
+};
+static_assert(sizeof(ArrivalMore) == sizeof(Arrival));
 
 struct ReadRequest {
   uint64_t raddr;  // in the owner's address space
@@ -99,7 +122,8 @@ inline uint32_t pow2_at_least(uint32_t n) {
 inline size_t lay_out(const SegmentShape& s, SegmentHeader* h) {
   auto align = [](size_t v, size_t a) { return (v + a - 1) & ~(a - 1); };
   uint32_t posted_cap = pow2_at_least(s.posted_cap);
-  uint32_t arrivals_cap = pow2_at_least(s.posted_cap + s.staging_slots + 1);
+  // In slots: a message takes at most two, a read piece one.
+  uint32_t arrivals_cap = pow2_at_least(2 * s.posted_cap + s.staging_slots + 1);
   uint32_t read_reqs_cap = pow2_at_least(s.staging_slots + 1);
   size_t off = align(sizeof(SegmentHeader), kCacheLine);
   size_t posted = off;

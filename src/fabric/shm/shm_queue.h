@@ -78,8 +78,9 @@ class Consumer {
 
 // The ends of a queue whose entries carry their sequence (T::seq: the producer's index
 // + 1 once written): the consumer polls the next entry itself and the producer's index
-// is never shared, so an entry costs the cache line it is in and nothing more. The
-// arrivals and posted-buffer queues are of this kind.
+// is never shared, so an entry costs the slots it takes and nothing more. The arrivals
+// and posted-buffer queues are of this kind. An entry may take several slots; only its
+// first carries the sequence (see ArrivalMore for what the others must hold).
 template <class T>
 class SeqProducer {
  public:
@@ -90,15 +91,26 @@ class SeqProducer {
     head_ = q->head.load(std::memory_order_acquire);
     tail_ = head_;
   }
-  bool full() {
-    if (tail_ - head_ <= mask_) return false;
+  // Whether an entry of n slots does not fit now.
+  bool full(uint32_t n = 1) {
+    if (tail_ - head_ + n <= mask_ + 1) return false;
     head_ = q_->head.load(std::memory_order_acquire);
-    return tail_ - head_ > mask_;
+    return tail_ - head_ + n > mask_ + 1;
   }
-  // The caller has checked !full(): fill the entry, then commit() it.
+  // The caller has checked !full(n): fill the entry's slots, then commit() it.
   T& next() { return entries_[tail_ & mask_]; }
-  // Publishes the entry (a release store: no barrier; see Fabric::wake_peer).
-  void commit(T& e) { e.seq.store(++tail_, std::memory_order_release); }
+  // Slot k of the entry being written, and its index.
+  template <class U>
+  U& slot(uint32_t k) {
+    return *reinterpret_cast<U*>(&entries_[(tail_ + k) & mask_]);
+  }
+  uint32_t index(uint32_t k) const { return tail_ + k; }
+  // Publishes the entry of n slots (a release store: no barrier; see Fabric::wake_peer).
+  void commit(T& e, uint32_t n = 1) {
+    uint32_t seq = tail_ + 1;
+    tail_ += n;
+    e.seq.store(seq, std::memory_order_release);
+  }
 
  private:
   QueueIndices* q_ = nullptr;
@@ -123,8 +135,16 @@ class SeqConsumer {
     return e->seq.load(std::memory_order_acquire) == head_ + 1 ? e : nullptr;
   }
   bool empty() { return peek() == nullptr; }
-  // Gives the peeked entry back to the producer (its fields are read by then).
-  [[gnu::always_inline]] void pop() { q_->head.store(++head_, std::memory_order_release); }
+  // Slot k of the peeked entry.
+  template <class U>
+  const U& slot(uint32_t k) const {
+    return *reinterpret_cast<const U*>(&entries_[(head_ + k) & mask_]);
+  }
+  // Gives the peeked entry of n slots back to the producer (its fields are read by then).
+  [[gnu::always_inline]] void pop(uint32_t n = 1) {
+    head_ += n;
+    q_->head.store(head_, std::memory_order_release);
+  }
 
  private:
   QueueIndices* q_ = nullptr;

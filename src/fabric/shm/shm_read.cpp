@@ -111,8 +111,7 @@ void Fabric::serve_reads(Conn* c) {
                   reinterpret_cast<const void*>(q.raddr), q.len);
     Arrival& a = c->peer_arrivals.next();
     a.kind = ok ? Arrival::ReadPiece : Arrival::ReadPieceFailed;
-    a.len = q.len;
-    a.token = q.slot;
+    a.buf = {q.len, q.slot};
     c->peer_arrivals.commit(a);
     pushed = true;
   }
@@ -135,13 +134,13 @@ void Fabric::bad_arrival(Conn* c, const Arrival& a) {
   if (a.kind != Arrival::Recv) {
     break_conn(c, fabric::Failure::Other,
                a.kind == Arrival::RecvInline
-                   ? "the peer sent an inline message of " + std::to_string(a.len) +
+                   ? "the peer sent an inline message of " + std::to_string(a.inline_len) +
                          " bytes (an arrival holds at most " + std::to_string(Arrival::kInlineMax) +
                          ")"
                    : "the peer wrote an arrival of unknown kind " + std::to_string(a.kind));
     return;
   }
-  bool known = a.token < c->tokens.size() && c->tokens[a.token].live;
+  bool known = a.buf.token < c->tokens.size() && c->tokens[a.buf.token].live;
   break_conn(c, known ? fabric::Failure::LocalLength : fabric::Failure::Other,
              known ? "the peer overran a receive buffer"
                    : "the peer reported a receive buffer it was not given");
@@ -150,18 +149,18 @@ void Fabric::bad_arrival(Conn* c, const Arrival& a) {
 // A piece this side asked for has arrived in its staging area (or was refused).
 void Fabric::on_piece(Conn* c, const Arrival& a) {
   const SegmentHeader& h = *c->in_h;
-  if (a.token >= h.staging_slots || c->slot_read[a.token] < 0) {
+  if (a.buf.token >= h.staging_slots || c->slot_read[a.buf.token] < 0) {
     break_conn(c, fabric::Failure::Other, "the peer answered a read that was not asked for");
     return;
   }
-  uint32_t slot = a.token;
+  uint32_t slot = a.buf.token;
   CopyRead& r = c->reads[size_t(c->slot_read[slot])];
   uint32_t id = uint32_t(c->slot_read[slot]);
   uint64_t off = c->slot_offset[slot];
   c->slot_read[slot] = -1;
   c->free_slots.push_back(slot);
   uint32_t expect = uint32_t(std::min<uint64_t>(h.staging_slot_len, r.len - off));
-  if (a.kind != Arrival::ReadPiece || a.len != expect) {
+  if (a.kind != Arrival::ReadPiece || a.buf.len != expect) {
     complete(Completion::WrError, fabric::Failure::RemoteAccess, r.wr, c->user);
     r.failed = true;
     break_conn(c, fabric::Failure::RemoteAccess,
@@ -169,8 +168,8 @@ void Fabric::on_piece(Conn* c, const Arrival& a) {
     return;
   }
   std::memcpy(r.local + off, c->in.base() + h.staging_off + uint64_t(slot) * h.staging_slot_len,
-              a.len);
-  r.done += a.len;
+              a.buf.len);
+  r.done += a.buf.len;
   if (r.done == r.len) {
     complete(Completion::ReadDone, fabric::Failure::Other, r.wr, c->user);
     c->free_reads.push_back(id);
