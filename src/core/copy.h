@@ -1,6 +1,6 @@
 // Copies of payload bytes on the message path. Most eager payloads are a few bytes: a
 // call into memcpy (and the registers saved around it) costs more than the copy, so
-// up to 16 bytes are copied here with at most two overlapping loads and stores.
+// up to 32 bytes are copied here with at most two overlapping loads and stores.
 #pragma once
 
 #include <cstddef>
@@ -12,8 +12,16 @@ namespace rdmx {
 [[gnu::always_inline]] inline void copy_bytes(void* dst, const void* src, size_t n) {
   auto* d = static_cast<uint8_t*>(dst);
   auto* s = static_cast<const uint8_t*>(src);
-  if (n > 16) [[unlikely]] {
+  if (n > 32) [[unlikely]] {
     std::memcpy(d, s, n);
+  } else if (n > 16) {
+    struct Block {
+      uint64_t lo, hi;
+    } a, b;
+    std::memcpy(&a, s, 16);
+    std::memcpy(&b, s + n - 16, 16);
+    std::memcpy(d, &a, 16);
+    std::memcpy(d + n - 16, &b, 16);
   } else if (n >= 8) {
     uint64_t a, b;
     std::memcpy(&a, s, 8);
