@@ -201,13 +201,20 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
   uint64_t total = 0;
   for (int i = 0; i < n; ++i) total += sge[i].len;
   bool small = total <= Arrival::kInlineMax;
-  uint32_t slots = small ? Arrival::slots(uint32_t(total)) : 1;
-  if (!c->established() || c->peer_arrivals.full(slots) || (!small && c->peer_posted.empty()))
+  uint32_t slots = Arrival::slots(uint32_t(total));
+  // A two-slot entry starts a cache line: a pad fills the slot before it if need be.
+  uint32_t pad = slots == 2 ? c->peer_arrivals.index(0) & 1 : 0;
+  if (!c->established() || c->peer_arrivals.full(slots + pad) || (!small && c->peer_posted.empty()))
       [[unlikely]]
     return send_error(c, fabric::Failure::RnrRetryExceeded, wr,
-                      c->established() && c->peer_arrivals.full(slots)
+                      c->established() && c->peer_arrivals.full(slots + pad)
                           ? "the peer's arrivals are full"
                           : "the peer has no receive posted");
+  if (pad) {
+    Arrival& p = c->peer_arrivals.next();
+    p.kind = Arrival::Pad;
+    c->peer_arrivals.commit(p);
+  }
   Arrival& a = c->peer_arrivals.next();
   if (small) [[likely]] {
     // Small: the message rides in the entry and takes none of the peer's buffers.
@@ -298,6 +305,14 @@ int Fabric::progress(Sink& sink) {
         __builtin_memcpy(msg, a->data, sizeof msg);
         c->arrivals.pop();
         sink.on_recv_unbuffered(c->user, hide_bounds(msg), len);
+      } else if (uint32_t t = a->buf.token, blen = a->buf.len;
+                 a->kind == Arrival::Recv && t < c->tokens.size() && c->tokens[t].live &&
+                 blen <= c->tokens[t].len) {
+        PostedBuf& b = c->tokens[t];
+        c->arrivals.pop(2);
+        b.live = false;
+        c->free_tokens.push_back(t);
+        sink.on_recv(c->user, b.wr, blen);
       } else {
         take_arrival(c, a, sink);
       }
@@ -312,25 +327,20 @@ int Fabric::progress(Sink& sink) {
   return handled;
 }
 
-// Every arrival but a one-slot message: out of line, so that the poll loop stays small.
+// Every arrival but a one-slot message or a message in a buffer: out of line, so that
+// the poll loop stays small.
 template <class Sink>
 void Fabric::take_arrival(Conn* c, const Arrival* a, Sink& sink) {
   uint32_t kind = a->kind, len = a->inline_len;
-  if (kind == Arrival::RecvInline && len <= Arrival::kInlineMax) {
+  if (kind == Arrival::Pad) {
+    c->arrivals.pop();
+  } else if (kind == Arrival::RecvInline && len <= Arrival::kInlineMax) {
     alignas(8) uint8_t msg[Arrival::kInlineMax];
     __builtin_memcpy(msg, a->data, Arrival::kFirstBytes);
     __builtin_memcpy(msg + Arrival::kFirstBytes, c->arrivals.slot<ArrivalMore>(1).data,
                      Arrival::kMoreBytes);
     c->arrivals.pop(2);
     sink.on_recv_unbuffered(c->user, hide_bounds(msg), len);
-  } else if (uint32_t t = a->buf.token, blen = a->buf.len;
-             kind == Arrival::Recv && t < c->tokens.size() && c->tokens[t].live &&
-             blen <= c->tokens[t].len) {
-    PostedBuf& b = c->tokens[t];
-    c->arrivals.pop();
-    b.live = false;
-    c->free_tokens.push_back(t);
-    sink.on_recv(c->user, b.wr, blen);
   } else {
     Arrival copy;
     __builtin_memcpy(static_cast<void*>(&copy), a, sizeof copy);

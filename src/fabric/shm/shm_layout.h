@@ -47,9 +47,13 @@ static_assert(sizeof(PostedRecv) == 16);
 // itself (seq says it is written). RecvInline carries the whole message and takes no
 // posted buffer: up to kFirstBytes (a short engine header and 8 bytes of payload) in
 // one slot, so that two such messages share a line; up to kInlineMax in two, the second
-// an ArrivalMore. Recv names the buffer it filled; ReadPiece* the staging slot.
+// an ArrivalMore. Recv names the buffer it filled and takes two slots, a line of its
+// own: two of them in one line cost more than they save, as the receiver reads the line
+// while the sender writes its other half. A two-slot entry starts a line (a Pad entry
+// fills the slot before it if need be), so a message never costs two lines. ReadPiece*
+// names the staging slot.
 struct alignas(32) Arrival {
-  enum Kind : uint8_t { Recv = 1, RecvInline = 2, ReadPiece = 3, ReadPieceFailed = 4 };
+  enum Kind : uint8_t { Recv = 1, RecvInline = 2, ReadPiece = 3, ReadPieceFailed = 4, Pad = 5 };
   struct BufRef {
     uint32_t len;
     uint32_t token;  // Recv: the posted buffer's token; ReadPiece*: the staging slot
@@ -57,7 +61,7 @@ struct alignas(32) Arrival {
   static constexpr uint32_t kFirstBytes = 24;
   static constexpr uint32_t kMoreBytes = 28;
   static constexpr uint32_t kInlineMax = kFirstBytes + kMoreBytes;
-  // Slots a RecvInline message of len bytes takes.
+  // Slots a message of len bytes takes (inline up to kInlineMax, else Recv).
   static uint32_t slots(uint32_t len) { return len <= kFirstBytes ? 1 : 2; }
 
   std::atomic<uint32_t> seq;  // the producer's slot index + 1 once the entry is written
@@ -72,9 +76,10 @@ struct alignas(32) Arrival {
 static_assert(sizeof(Arrival) == 32);
 
 // The second slot of a two-slot entry. Its first word is where a first slot's seq would
-// be: the producer writes there the slot's own index, which is never the seq the
-// consumer will look for in it (index + 1 plus a multiple of the queue's capacity), so
-// payload left there from an earlier lap cannot pass for a new entry.
+// be: nothing but a sequence number or a mark is ever written there. A RecvInline entry
+// writes as mark the slot's own index, which is never the seq the consumer will look for
+// in it (index + 1 plus a multiple of the queue's capacity), so payload can never pass
+// for a new entry; a Recv entry leaves the slot as an earlier lap left it.
 struct alignas(32) ArrivalMore {
   uint32_t mark;
   uint8_t data[Arrival::kMoreBytes];
@@ -122,8 +127,8 @@ inline uint32_t pow2_at_least(uint32_t n) {
 inline size_t lay_out(const SegmentShape& s, SegmentHeader* h) {
   auto align = [](size_t v, size_t a) { return (v + a - 1) & ~(a - 1); };
   uint32_t posted_cap = pow2_at_least(s.posted_cap);
-  // In slots: a message takes at most two, a read piece one.
-  uint32_t arrivals_cap = pow2_at_least(2 * s.posted_cap + s.staging_slots + 1);
+  // In slots: a message takes at most three (two and a pad), a read piece one.
+  uint32_t arrivals_cap = pow2_at_least(3 * s.posted_cap + s.staging_slots + 1);
   uint32_t read_reqs_cap = pow2_at_least(s.staging_slots + 1);
   size_t off = align(sizeof(SegmentHeader), kCacheLine);
   size_t posted = off;
