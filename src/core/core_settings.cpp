@@ -54,7 +54,8 @@ constexpr SettingDecl kDecls[] = {
      .min = -1,
      .max = kGiB,
      .help = "bytes per RDMA READ in the rendezvous protocol, with as many in flight as the "
-             "negotiated initiator depth; -1 = the fabric's choice (1 MiB; on a software "
+             "negotiated initiator depth; -1 = the fabric's choice (1 MiB; 4 MiB through "
+             "shared memory, where a read is one cross-memory copy; on a software "
              "RDMA device such as rxe or siw, 64 KiB with at most 4 in flight, as its "
              "retransmission of whole READ responses collapses on a lossy path)",
      .store_int = store_int<&Settings::rndv_chunk>,
@@ -62,11 +63,15 @@ constexpr SettingDecl kDecls[] = {
      .accepted = "-1 or an integer from 4096 to 1073741824"},
     {.name = "RDMX_CREDITS",
      .type = RDMX_SETTING_INT,
-     .def = 64,
-     .min = 4,
+     .def = -1,
+     .min = -1,
      .max = 4096,
-     .help = "receive buffers posted per connection (the sender's credit window)",
-     .store_int = store_int<&Settings::credits>},
+     .help = "receive buffers posted per connection (the sender's credit window); -1 = the "
+             "fabric's choice (32 through shared memory, where fewer messages in flight "
+             "carry more of them; 64 otherwise)",
+     .store_int = store_int<&Settings::credits>,
+     .check_int = [](int64_t v) { return v == -1 || v >= 4; },
+     .accepted = "-1 or an integer from 4 to 4096"},
     {.name = "RDMX_MAX_RD_ATOMIC",
      .type = RDMX_SETTING_INT,
      .def = 16,

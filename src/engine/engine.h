@@ -152,6 +152,7 @@ class Engine {
     return uint32_t((n + 63) & ~uint64_t(63));
   }
   uint64_t own_eager_limit(const Link<F>& l) const;
+  uint32_t own_credit_window(const Link<F>& l) const;
 
   // Sending (engine_send.h).
   // A link is ready (Open and may send, link_state.h) until it closes; only then do the

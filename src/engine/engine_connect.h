@@ -19,7 +19,7 @@ using protocol::RejectReason;
 
 template <fabric::Fabric F>
 bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
-  l.credits.set_window(uint32_t(settings_.credits));
+  l.credits.set_window(own_credit_window(l));
   l.own_eager_limit = own_eager_limit(l);
   l.recv_buf_size = buffer_size(l.own_eager_limit);
   if (settings_.srq) return true;  // receives come from the shared queue
@@ -56,6 +56,14 @@ uint64_t Engine<F>::own_eager_limit(const Link<F>& l) const {
   if (settings_.eager_limit >= 0 || settings_.srq) return max_eager_limit_;
   if constexpr (requires { fabric_.eager_limit(l.conn); }) return fabric_.eager_limit(l.conn);
   return fabric::kDefaultEagerLimit;
+}
+
+// This side's credit window for a new connection: the setting, or the fabric's choice.
+template <fabric::Fabric F>
+uint32_t Engine<F>::own_credit_window(const Link<F>& l) const {
+  if (settings_.credits >= 0) return uint32_t(settings_.credits);
+  if constexpr (requires { fabric_.credit_window(l.conn); }) return fabric_.credit_window(l.conn);
+  return fabric::kDefaultCredits;
 }
 
 // What this side offers a peer in its connect or accept message, sealed with this job's

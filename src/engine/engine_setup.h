@@ -77,7 +77,7 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
 // with the number of peers. Flow control is then the fabric's RNR retry.
 template <fabric::Fabric F>
 int Engine<F>::setup_shared_receive(std::string& err) {
-  uint32_t n = uint32_t(settings_.credits) * 4;
+  uint32_t n = fabric::max_credits(settings_) * 4;
   if constexpr (requires { fabric_.shared_receive_depth(); })
     n = std::min(n, fabric_.shared_receive_depth());
   shared_mem_ = topology::alloc_local(size_t(n) * recv_buf_size_);

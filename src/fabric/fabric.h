@@ -23,6 +23,14 @@ namespace rdmx::fabric {
 // no mid-size messages. A fabric may suggest its own per connection, with
 // eager_limit(conn), midsize_limit(conn) and the largest it would, max_eager_limit().
 inline constexpr uint64_t kDefaultEagerLimit = 8192;
+// The credit window (RDMX_CREDITS: receive buffers per connection) where a fabric
+// suggests none; a fabric may suggest a smaller one per connection with
+// credit_window(conn). What is sized before any connection (receive queues, the shared
+// receive pool) takes the largest window a connection may get.
+inline constexpr uint32_t kDefaultCredits = 64;
+inline uint32_t max_credits(const Settings& s) {
+  return s.credits >= 0 ? uint32_t(s.credits) : kDefaultCredits;
+}
 // The bytes per rendezvous READ (RDMX_RNDV_CHUNK) where a fabric suggests none, with as
 // many in flight as negotiated. A fabric may suggest its own per connection, with
 // rndv_chunk(conn), and a cap on the READs in flight, with max_reads(conn).

@@ -55,6 +55,51 @@ TEST_P(EngineTest, CreditExhaustionWithSlowReceiver) {
       SettingList{{"RDMX_CREDITS", "4"}});
 }
 
+// Without RDMX_CREDITS the fabric chooses each connection's credit window (32 through
+// shared memory, 64 otherwise): that many sends go out before the receiver takes any,
+// and the rest wait for its credits, in order.
+TEST_P(EngineTest, TheFabricChoosesTheCreditWindow) {
+  if (caps().shared_receive) GTEST_SKIP() << "no credits with a shared receive queue";
+  constexpr int kN = 80;
+  const uint32_t window = caps().credit_window;
+  run(2, [window](Rank& r) {
+    uint32_t one = 0;
+    if (r.rank == 1) {
+      // The connection, opened by the receiver: the sender has spent none of its credits.
+      EXPECT_EQ(r.finish(isend(r, 0, 1, &one, 4)).error, RDMX_OK);
+      r.barrier();
+      r.barrier();
+      for (int i = 0; i < kN; ++i) {
+        uint32_t got = ~0u;
+        EXPECT_EQ(r.finish(irecv(r, 0, 2, &got, 4)).error, RDMX_OK);
+        EXPECT_EQ(got, uint32_t(i)) << "reordered or lost";
+      }
+    } else {
+      EXPECT_EQ(r.finish(irecv(r, 1, 1, &one, 4)).error, RDMX_OK);
+      r.barrier();
+      // No progress between these sends: only the credits the receiver granted let any
+      // of them go.
+      std::vector<uint32_t> v(kN);
+      std::vector<rdmx_request_t*> q;
+      uint32_t went = 0;
+      for (int i = 0; i < kN; ++i) {
+        v[size_t(i)] = uint32_t(i);
+        rdmx_request_t* req = nullptr;
+        ASSERT_EQ(rdmx_isend(r.ctx, 1, 0, 2, &v[size_t(i)], 4, RDMX_SEND_NO_REQUEST_IF_DONE,
+                             nullptr, nullptr, &req),
+                  RDMX_OK);
+        if (req)
+          q.push_back(req);
+        else
+          ++went;
+      }
+      EXPECT_EQ(went, window) << "sends that went before the receiver returned any credit";
+      r.barrier();
+      for (auto* x : q) EXPECT_EQ(r.finish(x).error, RDMX_OK);
+    }
+  });
+}
+
 // Messages either side of the sizes that ride in a shared-memory queue entry (one slot:
 // 8 bytes of payload; two: 36, 12 for a synchronous send, which has the long header),
 // interleaved with larger ones on one tag, some received as they come and the rest

@@ -297,5 +297,25 @@ TEST_P(EngineTest, LargeMessage) {
   });
 }
 
+// Without RDMX_RNDV_CHUNK the fabric chooses how much one rendezvous READ carries
+// (4 MiB through shared memory, 1 MiB where nothing suggests less): a 9 MiB message
+// takes that many reads, and arrives whole.
+TEST_P(EngineTest, RendezvousReadsComeInTheFabricsChunks) {
+  const uint64_t chunk = caps().read_chunk;
+  if (chunk == 0) GTEST_SKIP() << "the chunk depends on the device";
+  run(2, [chunk](Rank& r) {
+    constexpr uint64_t kSize = 9u << 20;
+    std::vector<uint8_t> buf(kSize);
+    if (r.rank == 0) {
+      fill(buf, 21);
+      EXPECT_EQ(r.finish(isend(r, 1, 5, buf.data(), kSize)).error, RDMX_OK);
+    } else {
+      EXPECT_EQ(r.finish(irecv(r, 0, 5, buf.data(), kSize)).error, RDMX_OK);
+      EXPECT_TRUE(check(buf.data(), kSize, 21));
+      EXPECT_EQ(stats(r).rdma_reads, (kSize + chunk - 1) / chunk);
+    }
+  });
+}
+
 }  // namespace
 }  // namespace rdmx::test

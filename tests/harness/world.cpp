@@ -133,19 +133,23 @@ BackendSpec spec_of(const std::string& backend) {
   if (backend == "ofi-tcp+shm")
     return {"ofi",
             {{"RDMX_OFI_PROVIDER", "tcp"}, {"RDMX_SHM", "on"}},
-            {false, false, S::Medium, S::High, true}};
+            {false, false, S::Medium, S::High, true, 32, 4 << 20}};
   if (backend == "ofi-verbs")
     return {"ofi",
             {{"RDMX_OFI_PROVIDER", "verbs"}, {"RDMX_SHM", "off"}},
-            {false, false, S::Low, S::Low}};
+            {false, false, S::Low, S::Low, false, 64, 0}};
   if (backend == "shm")
-    return {"shm", {{"RDMX_SHM_READ", "auto"}}, {false, false, S::High, S::High, true}};
+    return {
+        "shm", {{"RDMX_SHM_READ", "auto"}}, {false, false, S::High, S::High, true, 32, 4 << 20}};
   if (backend == "shm-copy")
-    return {"shm", {{"RDMX_SHM_READ", "copy"}}, {false, false, S::High, S::High, true}};
+    return {
+        "shm", {{"RDMX_SHM_READ", "copy"}}, {false, false, S::High, S::High, true, 32, 4 << 20}};
   if (backend == "verbs+shm")
-    return {"verbs", {{"RDMX_SHM", "on"}}, {false, false, S::Low, S::Low, true}};
-  if (backend == "verbs") return {"verbs", {{"RDMX_SHM", "off"}}, {false, false, S::Low, S::Low}};
-  if (backend == "verbs-srq") return {"verbs", {{"RDMX_SRQ", "1"}}, {false, true, S::Low, S::Low}};
+    return {"verbs", {{"RDMX_SHM", "on"}}, {false, false, S::Low, S::Low, true, 32, 4 << 20}};
+  if (backend == "verbs")
+    return {"verbs", {{"RDMX_SHM", "off"}}, {false, false, S::Low, S::Low, false, 64, 0}};
+  if (backend == "verbs-srq")
+    return {"verbs", {{"RDMX_SRQ", "1"}}, {false, true, S::Low, S::Low, false, 64, 0}};
   return {"", {}, {}};
 }
 

@@ -41,6 +41,11 @@ struct Capabilities {
   // Small messages ride in the fabric's own queue entries and take no receive buffer
   // (shared memory, the path between ranks of one host).
   bool small_unbuffered = false;
+  // Receive buffers per connection when RDMX_CREDITS is left to the fabric.
+  uint32_t credit_window = 64;
+  // Bytes per rendezvous READ when RDMX_RNDV_CHUNK is left to the fabric (0: it depends
+  // on the device, as over verbs).
+  uint64_t read_chunk = 1 << 20;
 };
 
 // The fabric (RDMX_FABRIC) and the settings a backend name stands for.

@@ -196,9 +196,14 @@ class Fabric {
     if constexpr (requires { net_.midsize_limit(c->net); }) return net_.midsize_limit(c->net);
     return 0;
   }
+  uint32_t credit_window(const Conn* c) const {
+    if (c->shm) return shm_.credit_window(c->shm);
+    if constexpr (requires { net_.credit_window(c->net); }) return net_.credit_window(c->net);
+    return fabric::kDefaultCredits;
+  }
   uint64_t rndv_chunk(const Conn* c) const {
-    if constexpr (requires { net_.rndv_chunk(c->net); })
-      if (!c->shm) return net_.rndv_chunk(c->net);
+    if (c->shm) return shm_.rndv_chunk(c->shm);
+    if constexpr (requires { net_.rndv_chunk(c->net); }) return net_.rndv_chunk(c->net);
     return fabric::kDefaultRndvChunk;
   }
   uint32_t max_reads(const Conn* c) const {

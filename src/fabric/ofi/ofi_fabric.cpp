@@ -116,7 +116,7 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   rank_ = rank;
   provider_ = s.ofi_provider.empty() ? "tcp" : s.ofi_provider;
   // Every connection posts RDMX_CREDITS regular and a few control receives.
-  uint64_t want_rx = std::max<uint64_t>(256, s.credits + 16);
+  uint64_t want_rx = std::max<uint64_t>(256, fabric::max_credits(s) + 16);
 
   Info hints = hints_for(provider_, want_rx);
   if (!hints || !hints->fabric_attr->prov_name) {

@@ -41,7 +41,7 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   // Address and route resolution each get half of the whole connection's time.
   resolve_timeout_ms_ = int(std::clamp<uint64_t>(s.connect_timeout_ms / 2, 100, 1800000));
   sq_depth_ = std::min<uint32_t>(256, lim.max_qp_wr);
-  rq_depth_ = std::min<uint32_t>(uint32_t(s.credits) + 16, lim.max_qp_wr);
+  rq_depth_ = std::min<uint32_t>(fabric::max_credits(s) + 16, lim.max_qp_wr);
   if (use_srq_) shared_slots_.init(dev_.srq_depth(), nullptr);
   RDMX_LOG(LogLevel::Info, rank_,
            "verbs: %s port %u, listening on %s; max_qp_rd_atom %u, max_qp_init_rd_atom %u, "
