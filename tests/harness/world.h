@@ -43,8 +43,8 @@ struct Capabilities {
   bool small_unbuffered = false;
   // Receive buffers per connection when RDMX_CREDITS is left to the fabric.
   uint32_t credit_window = 64;
-  // Bytes per rendezvous READ when RDMX_RNDV_CHUNK is left to the fabric (0: it depends
-  // on the device, as over verbs).
+  // Bytes per rendezvous READ when RDMX_RNDV_CHUNK is left to the fabric (0: by the
+  // device, as over verbs: fabric::kDefaultRndvChunk, or less on a software device).
   uint64_t read_chunk = 1 << 20;
 };
 
