@@ -28,6 +28,10 @@ inline constexpr uint64_t kDefaultEagerLimit = 8192;
 // credit_window(conn). What is sized before any connection (receive queues, the shared
 // receive pool) takes the largest window a connection may get.
 inline constexpr uint32_t kDefaultCredits = 64;
+// The largest message a fabric that carries small messages in its own queue entries
+// hands over without a receive buffer (Sink::on_recv_unbuffered): shared memory's
+// two-slot arrival (shm_layout.h), which the loopback fabric mirrors for the tests.
+inline constexpr uint32_t kUnbufferedMax = 52;
 inline uint32_t max_credits(const Settings& s) {
   return s.credits >= 0 ? uint32_t(s.credits) : kDefaultCredits;
 }

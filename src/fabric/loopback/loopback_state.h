@@ -23,8 +23,7 @@ struct Conn;
 // A data-path completion. RecvUnbuffered carries its message (RDMX_LOOPBACK_SMALL_UNBUFFERED).
 struct Completion {
   enum Kind : uint8_t { Recv, SendDone, ReadDone, WrError, RecvUnbuffered };
-  static constexpr uint32_t kUnbufferedMax =
-      52;  // as shared memory's two-slot arrival (shm_layout.h)
+  static constexpr uint32_t kUnbufferedMax = fabric::kUnbufferedMax;
   Kind kind;
   bool is_read;
   fabric::Failure failure;

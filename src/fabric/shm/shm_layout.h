@@ -18,6 +18,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "fabric/fabric.h"
+
 namespace rdmx::shm {
 
 constexpr uint32_t kSegmentMagic = 0x53584d52;  // "RMXS"
@@ -74,6 +76,7 @@ struct alignas(32) Arrival {
   };
 };
 static_assert(sizeof(Arrival) == 32);
+static_assert(Arrival::kInlineMax == fabric::kUnbufferedMax, "fabric::kUnbufferedMax names this size");
 
 // The second slot of a two-slot entry. Its first word is where a first slot's seq would
 // be: nothing but a sequence number or a mark is ever written there. A RecvInline entry
