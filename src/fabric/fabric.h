@@ -28,13 +28,13 @@ inline constexpr uint64_t kDefaultEagerLimit = 8192;
 // credit_window(conn). What is sized before any connection (receive queues, the shared
 // receive pool) takes the largest window a connection may get.
 inline constexpr uint32_t kDefaultCredits = 64;
+inline uint32_t max_credits(const Settings& s) {
+  return s.credits >= 0 ? uint32_t(s.credits) : kDefaultCredits;
+}
 // The largest message a fabric that carries small messages in its own queue entries
 // hands over without a receive buffer (Sink::on_recv_unbuffered): shared memory's
 // two-slot arrival (shm_layout.h), which the loopback fabric mirrors for the tests.
 inline constexpr uint32_t kUnbufferedMax = 52;
-inline uint32_t max_credits(const Settings& s) {
-  return s.credits >= 0 ? uint32_t(s.credits) : kDefaultCredits;
-}
 // The bytes per rendezvous READ (RDMX_RNDV_CHUNK) where a fabric suggests none, with as
 // many in flight as negotiated. A fabric may suggest its own per connection, with
 // rndv_chunk(conn), and a cap on the READs in flight, with max_reads(conn).

@@ -115,6 +115,21 @@ struct BackendSpec {
   Capabilities caps;
 };
 
+// What two ranks of one host get through shared memory: small messages in the queue's
+// entries, 32 credits, 4 MiB reads.
+Capabilities through_shared_memory(Capabilities c) {
+  c.small_unbuffered = true;
+  c.credit_window = 32;
+  c.read_chunk = 4 << 20;
+  return c;
+}
+
+// Over verbs the read size is the device's (smaller on a software device).
+Capabilities over_verbs(Capabilities c) {
+  c.read_chunk = 0;
+  return c;
+}
+
 BackendSpec spec_of(const std::string& backend) {
   using S = Capabilities::Speed;
   if (backend == "loopback") return {"loopback", {}, {true, false, S::High, S::High}};
@@ -133,23 +148,25 @@ BackendSpec spec_of(const std::string& backend) {
   if (backend == "ofi-tcp+shm")
     return {"ofi",
             {{"RDMX_OFI_PROVIDER", "tcp"}, {"RDMX_SHM", "on"}},
-            {false, false, S::Medium, S::High, true, 32, 4 << 20}};
+            through_shared_memory({false, false, S::Medium, S::High})};
   if (backend == "ofi-verbs")
     return {"ofi",
             {{"RDMX_OFI_PROVIDER", "verbs"}, {"RDMX_SHM", "off"}},
-            {false, false, S::Low, S::Low, false, 64, 0}};
+            over_verbs({false, false, S::Low, S::Low})};
   if (backend == "shm")
-    return {
-        "shm", {{"RDMX_SHM_READ", "auto"}}, {false, false, S::High, S::High, true, 32, 4 << 20}};
+    return {"shm",
+            {{"RDMX_SHM_READ", "auto"}},
+            through_shared_memory({false, false, S::High, S::High})};
   if (backend == "shm-copy")
-    return {
-        "shm", {{"RDMX_SHM_READ", "copy"}}, {false, false, S::High, S::High, true, 32, 4 << 20}};
+    return {"shm",
+            {{"RDMX_SHM_READ", "copy"}},
+            through_shared_memory({false, false, S::High, S::High})};
   if (backend == "verbs+shm")
-    return {"verbs", {{"RDMX_SHM", "on"}}, {false, false, S::Low, S::Low, true, 32, 4 << 20}};
+    return {"verbs", {{"RDMX_SHM", "on"}}, through_shared_memory({false, false, S::Low, S::Low})};
   if (backend == "verbs")
-    return {"verbs", {{"RDMX_SHM", "off"}}, {false, false, S::Low, S::Low, false, 64, 0}};
+    return {"verbs", {{"RDMX_SHM", "off"}}, over_verbs({false, false, S::Low, S::Low})};
   if (backend == "verbs-srq")
-    return {"verbs", {{"RDMX_SRQ", "1"}}, {false, true, S::Low, S::Low, false, 64, 0}};
+    return {"verbs", {{"RDMX_SRQ", "1"}}, over_verbs({false, true, S::Low, S::Low})};
   return {"", {}, {}};
 }
 

@@ -76,7 +76,8 @@ struct alignas(32) Arrival {
   };
 };
 static_assert(sizeof(Arrival) == 32);
-static_assert(Arrival::kInlineMax == fabric::kUnbufferedMax, "fabric::kUnbufferedMax names this size");
+static_assert(Arrival::kInlineMax == fabric::kUnbufferedMax,
+              "fabric::kUnbufferedMax names this size");
 
 // The second slot of a two-slot entry. Its first word is where a first slot's seq would
 // be: nothing but a sequence number or a mark is ever written there. A RecvInline entry
