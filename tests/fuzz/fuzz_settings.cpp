@@ -47,8 +47,12 @@ void set_one(const std::string& name, const std::string& value, int64_t number) 
   if (int_ok) {
     FUZZ_CHECK(e && e->desc.type == RDMX_SETTING_INT);
     FUZZ_CHECK(number >= e->desc.min && number <= e->desc.max);
+    FUZZ_CHECK(!e->decl->check_int || e->decl->check_int(number));
   } else if (e && e->desc.type == RDMX_SETTING_INT) {
-    FUZZ_CHECK(number < e->desc.min || number > e->desc.max);
+    // Refused: out of the range, or inside it and not what the declaration accepts
+    // (RDMX_CREDITS: -1 or 4 to 4096).
+    FUZZ_CHECK(number < e->desc.min || number > e->desc.max ||
+               (e->decl->check_int && !e->decl->check_int(number)));
   }
   // What the object took, rdmx_init applies without complaint.
   rdmx::Settings applied;
