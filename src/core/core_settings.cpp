@@ -36,7 +36,7 @@ constexpr SettingDecl kDecls[] = {
      .max = 1 << 20,
      .help = "largest message (bytes) sent eagerly, in one SEND through the peer's receive "
              "buffers; larger ones go in segments or by rendezvous; -1 = the fabric's choice "
-             "(32 KiB over libfabric tcp, 8 KiB otherwise)",
+             "(64 KiB over libfabric tcp, 8 KiB otherwise)",
      .store_int = store_int<&Settings::eager_limit>},
     {.name = "RDMX_MIDSIZE_LIMIT",
      .type = RDMX_SETTING_INT,
@@ -45,8 +45,7 @@ constexpr SettingDecl kDecls[] = {
      .max = 16 << 20,
      .help = "largest message (bytes, used rounded down to a KiB) sent in eager-limit "
              "segments through the receive buffers instead of by rendezvous; 0 = none; -1 = the "
-             "fabric's choice (64 KiB over libfabric tcp, whose READ is a round trip in "
-             "software; 32 KiB through shared memory; none over verbs)",
+             "fabric's choice (32 KiB through shared memory; none over libfabric and verbs)",
      .store_int = store_int<&Settings::midsize_limit>},
     {.name = "RDMX_RNDV_CHUNK",
      .type = RDMX_SETTING_INT,
@@ -68,7 +67,8 @@ constexpr SettingDecl kDecls[] = {
      .max = 4096,
      .help = "receive buffers posted per connection (the sender's credit window); -1 = the "
              "fabric's choice (32 through shared memory, where fewer messages in flight "
-             "carry more of them; 64 otherwise)",
+             "carry more of them, and over libfabric tcp, whose buffers hold 64 KiB; 64 "
+             "otherwise)",
      .store_int = store_int<&Settings::credits>,
      .check_int = [](int64_t v) { return v == -1 || v >= 4; },
      .accepted = "-1 or an integer from 4 to 4096"},

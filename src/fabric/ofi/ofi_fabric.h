@@ -153,6 +153,9 @@ struct CmEvent {
 class Fabric {
  public:
   static constexpr const char* kName = "ofi";
+  // What the tcp provider gets without settings (eager_limit, credit_window).
+  static constexpr uint64_t kTcpEagerLimit = 64 * 1024;
+  static constexpr uint32_t kTcpCredits = 32;
   using Conn = ofi::Conn;
   using ConnRequest = ofi::ConnRequest;
 
@@ -195,15 +198,17 @@ class Fabric {
   // providers register with the device, which pins the pages.
   bool pins_memory() const { return !tcp(); }
 
-  // The limits this fabric suggests (RDMX_EAGER_LIMIT=-1, RDMX_MIDSIZE_LIMIT=-1). Over
-  // tcp every SEND is a trip through the kernel's TCP stack, so fewer and larger ones
-  // win, and the provider emulates a READ with a request and a reply: messages to 32 KiB
-  // go in one SEND, to 64 KiB in segments (docs/performance.md). Receive buffers are
-  // then 32 KiB, about 2.2 MB per peer with the default credits. Other providers have
-  // real RDMA reads.
+  // The limits this fabric suggests (RDMX_EAGER_LIMIT=-1, RDMX_CREDITS=-1). Over tcp
+  // every SEND is a trip through the kernel's TCP stack and a completion the provider
+  // signals through a pipe, a cost per message whatever its size, and the provider
+  // emulates a READ with a request and a reply: messages to 64 KiB go in one SEND, with
+  // 32 credits, so that receive buffers stay about 2.3 MB per peer
+  // (docs/performance.md). Other providers have real RDMA reads.
   uint64_t eager_limit(const Conn*) const { return max_eager_limit(); }
-  uint64_t max_eager_limit() const { return tcp() ? 32 * 1024 : fabric::kDefaultEagerLimit; }
-  uint64_t midsize_limit(const Conn*) const { return tcp() ? 64 * 1024 : 0; }
+  uint64_t max_eager_limit() const { return tcp() ? kTcpEagerLimit : fabric::kDefaultEagerLimit; }
+  uint32_t credit_window(const Conn*) const {
+    return tcp() ? kTcpCredits : fabric::kDefaultCredits;
+  }
   // The READs it suggests (RDMX_RNDV_CHUNK=-1): as the verbs backend does, smaller ones
   // and fewer in flight when the verbs provider drives a software device (rxe, siw).
   uint64_t rndv_chunk(const Conn*) const {
