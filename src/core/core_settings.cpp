@@ -53,7 +53,8 @@ constexpr SettingDecl kDecls[] = {
      .min = -1,
      .max = kGiB,
      .help = "bytes per RDMA READ in the rendezvous protocol, with as many in flight as the "
-             "negotiated initiator depth; -1 = the fabric's choice (1 MiB; 4 MiB through "
+             "negotiated initiator depth; -1 = the fabric's choice (1 MiB, and 256 KiB over "
+             "libfabric tcp for a message read while no other is; 4 MiB through "
              "shared memory, where a read is one cross-memory copy; on a software "
              "RDMA device such as rxe or siw, 64 KiB with at most 4 in flight, as its "
              "retransmission of whole READ responses collapses on a lossy path)",

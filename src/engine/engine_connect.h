@@ -278,12 +278,14 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
     stats_.min_read_depth = attrs.initiator_depth;
   RDMX_LOG(LogLevel::Info, rank_,
            "connected to rank %d (%s): initiator depth %u, responder resources %u, inline %u, "
-           "credits %u, eager limit %llu, mid-size limit %llu, READs of %llu bytes, %u in flight",
+           "credits %u, eager limit %llu, mid-size limit %llu, READs of %llu bytes (%llu for a "
+           "lone message), %u in flight",
            p.rank, l->active ? "active" : "passive", attrs.initiator_depth,
            attrs.responder_resources, attrs.max_inline, l->credits.available(),
            static_cast<unsigned long long>(l->eager_limit),
            static_cast<unsigned long long>(l->midsize_limit),
-           static_cast<unsigned long long>(l->read_chunk), l->read_pacer.depth());
+           static_cast<unsigned long long>(l->read_chunk),
+           static_cast<unsigned long long>(l->lone_read_chunk), l->read_pacer.depth());
   if (l->active) {
     // The active side speaks first (iWARP requires it; every device accepts it).
     wire::Header h{};

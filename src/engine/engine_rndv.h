@@ -37,6 +37,10 @@ void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint
     fail_request(r, rc);
     return;
   }
+  // Alone, a message is read in the pieces the fabric suggests for a lone one; behind
+  // others, in whole chunks.
+  r.read_chunk =
+      l->read_queue.empty() && l->reads_outstanding == 0 ? l->lone_read_chunk : l->read_chunk;
   r.peer_node.owner = &r;
   r.peer_node.push_back(p.inflight);
   r.queue_node.owner = &r;
@@ -45,7 +49,7 @@ void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint
 }
 
 // RDMX_RNDV_CHUNK, with as many READs in flight as negotiated, or (-1) the fabric's
-// choice of both.
+// choice of both, and of the pieces of a message read alone.
 template <fabric::Fabric F>
 void Engine<F>::choose_reads(Link<F>& l) const {
   uint64_t chunk = fabric::kDefaultRndvChunk;
@@ -58,16 +62,21 @@ void Engine<F>::choose_reads(Link<F>& l) const {
       depth = std::min(depth, fabric_.max_reads(l.conn));
   }
   l.read_chunk = std::max<uint64_t>(1, std::min(chunk, l.attrs.max_msg_size));
+  l.lone_read_chunk = l.read_chunk;
+  if constexpr (requires { fabric_.lone_rndv_chunk(l.conn); }) {
+    if (settings_.rndv_chunk < 0)
+      l.lone_read_chunk =
+          std::max<uint64_t>(1, std::min(l.read_chunk, fabric_.lone_rndv_chunk(l.conn)));
+  }
   l.read_pacer.reset(depth, l.attrs.retransmit_ns());
 }
 
 template <fabric::Fabric F>
 void Engine<F>::schedule_reads(Link<F>& l) {
-  uint64_t max_chunk = l.read_chunk;
   while (!l.read_queue.empty() && l.reads_outstanding < l.read_pacer.window() && l.sq.has_room() &&
          l.state.open()) {
     Req& r = *static_cast<Req*>(l.read_queue.first->owner);
-    uint64_t chunk = std::min(max_chunk, r.read_len - r.read_posted);
+    uint64_t chunk = std::min(r.read_chunk, r.read_len - r.read_posted);
     auto* dst = static_cast<uint8_t*>(r.buf) + r.read_posted;
     int rc = fabric_.read(l.conn, dst, chunk, r.reg->region, r.remote.address + r.read_posted,
                           r.remote.key, wr_id(kWrRead, ObjectPool<Req>::id_of(&r)));

@@ -68,8 +68,10 @@ struct Link {
   SendSlots sq;
   uint32_t reads_outstanding = 0;
   // This side's READs (engine_rndv.h): bytes per READ, and how many in flight (at most
-  // the negotiated initiator depth, fewer while READs are retransmitted).
+  // the negotiated initiator depth, fewer while READs are retransmitted); a message that
+  // has the link's READs to itself when it starts is read in lone_read_chunk pieces.
   uint64_t read_chunk = 0;
+  uint64_t lone_read_chunk = 0;
   ReadPacer read_pacer;
   List read_queue;  // receives with READs still to post
   // The peer refused a READ (engine_failure.h): failed as a protocol error unless the

@@ -37,7 +37,9 @@ inline uint32_t max_credits(const Settings& s) {
 inline constexpr uint32_t kUnbufferedMax = 52;
 // The bytes per rendezvous READ (RDMX_RNDV_CHUNK) where a fabric suggests none, with as
 // many in flight as negotiated. A fabric may suggest its own per connection, with
-// rndv_chunk(conn), and a cap on the READs in flight, with max_reads(conn).
+// rndv_chunk(conn), a cap on the READs in flight, with max_reads(conn), and smaller
+// pieces for a message that has the connection's READs to itself, with
+// lone_rndv_chunk(conn).
 inline constexpr uint64_t kDefaultRndvChunk = 1 << 20;
 // What a fabric suggests on a software RDMA device (rxe, siw; topology/software_device.h):
 // such a device resends a whole READ response after a lost packet, so its bursts stay

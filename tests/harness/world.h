@@ -46,6 +46,8 @@ struct Capabilities {
   // Bytes per rendezvous READ when RDMX_RNDV_CHUNK is left to the fabric (0: by the
   // device, as over verbs: fabric::kDefaultRndvChunk, or less on a software device).
   uint64_t read_chunk = 1 << 20;
+  // The same for a message read while no other is (0: read_chunk).
+  uint64_t lone_read_chunk = 0;
 };
 
 // The fabric (RDMX_FABRIC) and the settings a backend name stands for.

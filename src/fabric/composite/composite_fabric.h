@@ -206,6 +206,11 @@ class Fabric {
     if constexpr (requires { net_.rndv_chunk(c->net); }) return net_.rndv_chunk(c->net);
     return fabric::kDefaultRndvChunk;
   }
+  uint64_t lone_rndv_chunk(const Conn* c) const {
+    if constexpr (requires { net_.lone_rndv_chunk(c->net); })
+      if (!c->shm) return net_.lone_rndv_chunk(c->net);
+    return rndv_chunk(c);
+  }
   uint32_t max_reads(const Conn* c) const {
     if constexpr (requires { net_.max_reads(c->net); })
       if (!c->shm) return net_.max_reads(c->net);

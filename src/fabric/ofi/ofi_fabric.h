@@ -153,9 +153,11 @@ struct CmEvent {
 class Fabric {
  public:
   static constexpr const char* kName = "ofi";
-  // What the tcp provider gets without settings (eager_limit, credit_window).
+  // What the tcp provider gets without settings (eager_limit, credit_window,
+  // lone_rndv_chunk).
   static constexpr uint64_t kTcpEagerLimit = 64 * 1024;
   static constexpr uint32_t kTcpCredits = 32;
+  static constexpr uint64_t kTcpLoneRndvChunk = 256 * 1024;
   using Conn = ofi::Conn;
   using ConnRequest = ofi::ConnRequest;
 
@@ -213,6 +215,13 @@ class Fabric {
   // and fewer in flight when the verbs provider drives a software device (rxe, siw).
   uint64_t rndv_chunk(const Conn*) const {
     return software_device_ ? fabric::kSoftwareDeviceRndvChunk : fabric::kDefaultRndvChunk;
+  }
+  // Over tcp a message read alone goes in quarter-MiB READs: the provider answers each
+  // with one reply, and several replies overlap where one whole one would not (a 1 MiB
+  // ping-pong takes two thirds of the time; docs/performance.md). Behind other messages
+  // whole chunks carry as much.
+  uint64_t lone_rndv_chunk(const Conn* c) const {
+    return tcp() ? kTcpLoneRndvChunk : rndv_chunk(c);
   }
   uint32_t max_reads(const Conn*) const {
     return software_device_ ? fabric::kSoftwareDeviceMaxReads : UINT32_MAX;
