@@ -257,22 +257,20 @@ int Fabric::post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region
 }
 
 // The second slot of the entry being written, marked (ArrivalMore): where its bytes go.
-static uint8_t* second_slot(SeqProducer<Arrival>& q) {
-  auto& more = q.slot<ArrivalMore>(1);
-  more.mark = q.index(1);
-  return more.data;
-}
-
-void Fabric::write_inline(Conn* c, Arrival& a, const fabric::Sge* sge, int n, uint32_t slots) {
-  if (n == 2 && sge[0].len == wire::kShortBytes && slots == 2) {
-    // A short header and 9 to 36 bytes of payload: copies of known size.
-    const auto* payload = static_cast<const uint8_t*>(sge[1].addr);
-    constexpr uint32_t kFirst = Arrival::kFirstBytes - wire::kShortBytes;
-    std::memcpy(a.data, sge[0].addr, wire::kShortBytes);
-    std::memcpy(a.data + wire::kShortBytes, payload, kFirst);
-    copy_bytes(second_slot(c->peer_arrivals), payload + kFirst, sge[1].len - kFirst);
+void Fabric::take_other(Conn* c, const Arrival* a) {
+  if (a->kind == Arrival::Pad) {
+    c->arrivals.pop();
     return;
   }
+  Arrival copy;
+  __builtin_memcpy(static_cast<void*>(&copy), a, sizeof copy);
+  c->arrivals.pop();
+  bad_arrival(c, copy);
+}
+
+// Any other small message (not a short header and its payload): gathered, then
+// written to the entry's slots.
+void Fabric::write_inline(Conn* c, Arrival& a, const fabric::Sge* sge, int n, uint32_t slots) {
   uint8_t msg[Arrival::kInlineMax] = {};
   uint32_t off = 0;
   for (int i = 0; i < n; ++i) {
@@ -280,8 +278,11 @@ void Fabric::write_inline(Conn* c, Arrival& a, const fabric::Sge* sge, int n, ui
     off += sge[i].len;
   }
   std::memcpy(a.data, msg, Arrival::kFirstBytes);
-  if (slots == 2)
-    std::memcpy(second_slot(c->peer_arrivals), msg + Arrival::kFirstBytes, Arrival::kMoreBytes);
+  if (slots == 2) {
+    auto& more = c->peer_arrivals.slot<ArrivalMore>(1);
+    more.mark = c->peer_arrivals.index(1);
+    std::memcpy(more.data, msg + Arrival::kFirstBytes, Arrival::kMoreBytes);
+  }
 }
 
 int Fabric::send_error(Conn* c, fabric::Failure f, uint64_t wr, const char* why) {

@@ -175,10 +175,12 @@ class Fabric {
   void fail_copy_reads(Conn* c, fabric::Failure f);
   bool readable(uint64_t addr, uint64_t len) const;
 
-  template <class Sink>
-  [[gnu::noinline]] void take_arrival(Conn* c, const Arrival* a, Sink& sink);
+  // Every arrival but a small message or a message in a buffer (a pad, or one that is
+  // not valid): out of line, so that the poll loop stays small.
+  [[gnu::noinline]] void take_other(Conn* c, const Arrival* a);
   [[gnu::cold, gnu::noinline]] void bad_arrival(Conn* c, const Arrival& a);
-  // A small message that does not fit one slot, or is not in the engine's usual shape.
+  // A small message that is not in the engine's usual shape (a short header and its
+  // payload).
   [[gnu::noinline]] void write_inline(Conn* c, Arrival& a, const fabric::Sge* sge, int n,
                                       uint32_t slots);
 
@@ -229,10 +231,20 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
     // Small: the message rides in the entry and takes none of the peer's buffers.
     a.kind = Arrival::RecvInline;
     a.inline_len = uint16_t(total);
-    if (n == 2 && sge[0].len == wire::kShortBytes && slots == 1) [[likely]] {
-      // A short header and up to 8 bytes of payload: copies of known size, no call.
+    if (n == 2 && sge[0].len == wire::kShortBytes) [[likely]] {
+      // A short header and its payload: copies of known size, no call. Up to 8 bytes of
+      // payload fit the first slot; the rest goes to the second.
+      constexpr uint32_t kFirst = Arrival::kFirstBytes - wire::kShortBytes;
+      const auto* payload = static_cast<const uint8_t*>(sge[1].addr);
       __builtin_memcpy(a.data, sge[0].addr, wire::kShortBytes);
-      copy_bytes(a.data + wire::kShortBytes, sge[1].addr, sge[1].len);
+      if (slots == 1) {
+        copy_bytes(a.data + wire::kShortBytes, payload, sge[1].len);
+      } else {
+        __builtin_memcpy(a.data + wire::kShortBytes, payload, kFirst);
+        auto& more = c->peer_arrivals.slot<ArrivalMore>(1);
+        more.mark = c->peer_arrivals.index(1);
+        copy_bytes(more.data, payload + kFirst, sge[1].len - kFirst);
+      }
     } else {
       write_inline(c, a, sge, n, slots);
     }
@@ -314,6 +326,14 @@ int Fabric::progress(Sink& sink) {
         __builtin_memcpy(msg, a->data, sizeof msg);
         c->arrivals.pop();
         sink.on_recv_unbuffered(c->user, hide_bounds(msg), len);
+      } else if (a->kind == Arrival::RecvInline && len <= Arrival::kInlineMax) {
+        // Two slots, the same way.
+        alignas(8) uint8_t msg[Arrival::kInlineMax];
+        __builtin_memcpy(msg, a->data, Arrival::kFirstBytes);
+        __builtin_memcpy(msg + Arrival::kFirstBytes, c->arrivals.slot<ArrivalMore>(1).data,
+                         Arrival::kMoreBytes);
+        c->arrivals.pop(2);
+        sink.on_recv_unbuffered(c->user, hide_bounds(msg), len);
       } else if (uint32_t t = a->buf.token, blen = a->buf.len;
                  a->kind == Arrival::Recv && t < c->tokens.size() && c->tokens[t].live &&
                  blen <= c->tokens[t].len) {
@@ -323,7 +343,7 @@ int Fabric::progress(Sink& sink) {
         c->free_tokens.push_back(t);
         sink.on_recv(c->user, b.wr, blen);
       } else {
-        take_arrival(c, a, sink);
+        take_other(c, a);
       }
       if (!c->established()) break;
     }
@@ -334,28 +354,6 @@ int Fabric::progress(Sink& sink) {
   if (!ends_.empty()) [[unlikely]]
     finish_ends();
   return handled;
-}
-
-// Every arrival but a one-slot message or a message in a buffer: out of line, so that
-// the poll loop stays small.
-template <class Sink>
-void Fabric::take_arrival(Conn* c, const Arrival* a, Sink& sink) {
-  uint32_t kind = a->kind, len = a->inline_len;
-  if (kind == Arrival::Pad) {
-    c->arrivals.pop();
-  } else if (kind == Arrival::RecvInline && len <= Arrival::kInlineMax) {
-    alignas(8) uint8_t msg[Arrival::kInlineMax];
-    __builtin_memcpy(msg, a->data, Arrival::kFirstBytes);
-    __builtin_memcpy(msg + Arrival::kFirstBytes, c->arrivals.slot<ArrivalMore>(1).data,
-                     Arrival::kMoreBytes);
-    c->arrivals.pop(2);
-    sink.on_recv_unbuffered(c->user, hide_bounds(msg), len);
-  } else {
-    Arrival copy;
-    __builtin_memcpy(static_cast<void*>(&copy), a, sizeof copy);
-    c->arrivals.pop();
-    bad_arrival(c, copy);
-  }
 }
 
 }  // namespace rdmx::shm
