@@ -57,8 +57,8 @@ TEST_P(EngineTest, CreditExhaustionWithSlowReceiver) {
 
 // Without RDMX_CREDITS the fabric chooses each connection's credit window (32 through
 // shared memory and libfabric tcp, 64 otherwise): that many sends go out before the
-// receiver takes any, and the rest wait for its credits, in order. A shared receive queue has no
-// credits: every send goes.
+// receiver takes any, and the rest wait for its credits, in order. A shared receive
+// queue has no credits: every send goes.
 TEST_P(EngineTest, TheFabricChoosesTheCreditWindow) {
   constexpr int kN = 80;
   const uint32_t window = caps().shared_receive ? uint32_t(kN) : caps().credit_window;

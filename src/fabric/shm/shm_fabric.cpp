@@ -256,7 +256,6 @@ int Fabric::post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region
   return RDMX_OK;
 }
 
-// The second slot of the entry being written, marked (ArrivalMore): where its bytes go.
 void Fabric::take_other(Conn* c, const Arrival* a) {
   if (a->kind == Arrival::Pad) {
     c->arrivals.pop();
@@ -278,11 +277,8 @@ void Fabric::write_inline(Conn* c, Arrival& a, const fabric::Sge* sge, int n, ui
     off += sge[i].len;
   }
   std::memcpy(a.data, msg, Arrival::kFirstBytes);
-  if (slots == 2) {
-    auto& more = c->peer_arrivals.slot<ArrivalMore>(1);
-    more.mark = c->peer_arrivals.index(1);
-    std::memcpy(more.data, msg + Arrival::kFirstBytes, Arrival::kMoreBytes);
-  }
+  if (slots == 2)
+    std::memcpy(second_slot(c->peer_arrivals), msg + Arrival::kFirstBytes, Arrival::kMoreBytes);
 }
 
 int Fabric::send_error(Conn* c, fabric::Failure f, uint64_t wr, const char* why) {

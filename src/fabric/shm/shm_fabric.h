@@ -179,6 +179,13 @@ class Fabric {
   // not valid): out of line, so that the poll loop stays small.
   [[gnu::noinline]] void take_other(Conn* c, const Arrival* a);
   [[gnu::cold, gnu::noinline]] void bad_arrival(Conn* c, const Arrival& a);
+  // The second slot of the two-slot entry being written, marked (ArrivalMore): where
+  // the rest of its bytes go.
+  static uint8_t* second_slot(SeqProducer<Arrival>& q) {
+    auto& more = q.slot<ArrivalMore>(1);
+    more.mark = q.index(1);
+    return more.data;
+  }
   // A small message that is not in the engine's usual shape (a short header and its
   // payload).
   [[gnu::noinline]] void write_inline(Conn* c, Arrival& a, const fabric::Sge* sge, int n,
@@ -241,9 +248,7 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
         copy_bytes(a.data + wire::kShortBytes, payload, sge[1].len);
       } else {
         __builtin_memcpy(a.data + wire::kShortBytes, payload, kFirst);
-        auto& more = c->peer_arrivals.slot<ArrivalMore>(1);
-        more.mark = c->peer_arrivals.index(1);
-        copy_bytes(more.data, payload + kFirst, sge[1].len - kFirst);
+        copy_bytes(second_slot(c->peer_arrivals), payload + kFirst, sge[1].len - kFirst);
       }
     } else {
       write_inline(c, a, sge, n, slots);
