@@ -98,8 +98,13 @@ bool prefer_node(void* p, size_t len, int node, std::string& err) {
 void prefer_local(void* p, size_t len) {
   int node = numa_node_of(thread_cpus());
   std::string err;
-  if (node >= 0 && !prefer_node(p, len, node, err))
+  if (node < 0) {
+    // First touch decides. The pages may have come back from a freed buffer whose
+    // preference the kernel keeps with the range: drop it.
+    ::syscall(SYS_mbind, p, len, MPOL_DEFAULT, nullptr, 0, 0);
+  } else if (!prefer_node(p, len, node, err)) {
     RDMX_LOG(LogLevel::Debug, -1, "memory stays where first touched: %s", err.c_str());
+  }
 }
 
 AlignedBuffer alloc_local(size_t bytes) {

@@ -24,7 +24,8 @@ int numa_node_of(const std::vector<unsigned>& cpus, const std::string& sysfs = "
 // with err, when it refuses.
 bool prefer_node(void* p, size_t len, int node, std::string& err);
 // Prefers the page-aligned [p, p + len) on the calling thread's node where numa_node_of()
-// names one (a refusal is logged, not an error: the memory stays where first touched).
+// names one (a refusal is logged, not an error: the memory stays where first touched),
+// else leaves it to first touch, dropping a preference the range kept from a freed buffer.
 void prefer_local(void* p, size_t len);
 // A page-aligned buffer of at least bytes, preferred on the calling thread's node where
 // numa_node_of() names one.
