@@ -33,8 +33,8 @@ inline uint32_t max_credits(const Settings& s) {
 }
 // The largest message a fabric that carries small messages in its own queue entries
 // hands over without a receive buffer (Sink::on_recv_unbuffered): shared memory's
-// two-slot arrival (shm_layout.h), which the loopback fabric mirrors for the tests.
-inline constexpr uint32_t kUnbufferedMax = 52;
+// largest inline arrival (shm_layout.h), which the loopback fabric mirrors for the tests.
+inline constexpr uint32_t kUnbufferedMax = 164;
 // The bytes per rendezvous READ (RDMX_RNDV_CHUNK) where a fabric suggests none, with as
 // many in flight as negotiated. A fabric may suggest its own per connection, with
 // rndv_chunk(conn), a cap on the READs in flight, with max_reads(conn), and smaller

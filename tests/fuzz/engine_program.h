@@ -3,7 +3,7 @@
 //
 //   setup: u8 variant (bit 0: RDMX_SRQ=1; bits 1-2: the context's eager limit, 0, 64,
 //          256 or 1024; bit 3: RDMX_CREDITS 8 instead of 4; bit 4:
-//          RDMX_LOOPBACK_SMALL_UNBUFFERED=1, messages of up to 52 bytes reach the context
+//          RDMX_LOOPBACK_SMALL_UNBUFFERED=1, messages of up to 164 bytes reach the context
 //          without a receive buffer, as through shared memory), then rank 1's connect offer:
 //          u16 credits, u8 control credits, u32 eager limit, u8 flags
 //   then operations until the input ends, each a u8 (modulo kOps) and its operands:

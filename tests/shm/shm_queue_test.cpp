@@ -1,6 +1,6 @@
 // The arrivals queue's slots (shm_layout.h, shm_queue.h), both ends in one process over
-// plain memory: entries of one and two slots, laps over the ring's end, and what an
-// earlier lap leaves behind.
+// plain memory: entries of one to Arrival::kMaxSlots slots, laps over the ring's end,
+// and what an earlier lap leaves behind.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <iterator>
 #include <vector>
 
+#include "fabric/shm/shm_arrival.h"
 #include "fabric/shm/shm_layout.h"
 #include "fabric/shm/shm_queue.h"
 
@@ -16,10 +17,12 @@ namespace {
 
 class ArrivalSlots : public ::testing::Test {
  protected:
-  static constexpr uint32_t kCap = 4;
+  static constexpr uint32_t kCap = 8;
 
   void SetUp() override {
     std::memset(static_cast<void*>(slots_), 0, sizeof slots_);
+    indices_.tail.store(0);
+    indices_.head.store(0);
     producer_.bind(&indices_, slots_, kCap);
     consumer_.bind(&indices_, slots_, kCap);
   }
@@ -34,11 +37,8 @@ class ArrivalSlots : public ::testing::Test {
     a.kind = Arrival::RecvInline;
     a.inline_len = uint16_t(len);
     std::memcpy(a.data, msg.data(), Arrival::kFirstBytes);
-    if (n == 2) {
-      auto& more = producer_.slot<ArrivalMore>(1);
-      more.mark = producer_.index(1);
-      std::memcpy(more.data, msg.data() + Arrival::kFirstBytes, Arrival::kMoreBytes);
-    }
+    if (len > Arrival::kFirstBytes)
+      write_rest(producer_, msg.data() + Arrival::kFirstBytes, len - Arrival::kFirstBytes);
     producer_.commit(a, n);
   }
 
@@ -46,12 +46,10 @@ class ArrivalSlots : public ::testing::Test {
   std::vector<uint8_t> take() {
     const Arrival* a = consumer_.peek();
     if (!a) return {};
-    std::vector<uint8_t> out(a->data, a->data + Arrival::kFirstBytes);
+    std::vector<uint8_t> out(Arrival::kInlineMax);
+    std::memcpy(out.data(), a->data, Arrival::kFirstBytes);
     uint32_t n = Arrival::slots(a->inline_len);
-    if (n == 2) {
-      const auto& more = consumer_.slot<ArrivalMore>(1);
-      out.insert(out.end(), more.data, more.data + Arrival::kMoreBytes);
-    }
+    if (n > 1) read_rest(consumer_, out.data() + Arrival::kFirstBytes, n);
     out.resize(a->inline_len);
     consumer_.pop(n);
     return out;
@@ -68,13 +66,17 @@ TEST_F(ArrivalSlots, TwoSmallMessagesShareACacheLine) {
   static_assert(Arrival::kFirstBytes >= 16 + 8, "a short header and 8 bytes of payload");
   EXPECT_EQ(Arrival::slots(24), 1u);
   EXPECT_EQ(Arrival::slots(25), 2u);
-  EXPECT_EQ(Arrival::slots(Arrival::kInlineMax), 2u);
+  EXPECT_EQ(Arrival::slots(52), 2u);
+  EXPECT_EQ(Arrival::slots(53), 3u);
+  EXPECT_EQ(Arrival::slots(16 + 64), 3u);
+  EXPECT_EQ(Arrival::slots(16 + 128), 6u);
+  EXPECT_EQ(Arrival::slots(Arrival::kInlineMax), Arrival::kMaxSlots);
 }
 
-// Entries of one and two slots, over the ring's end many times (a two-slot entry then
-// starts in the last slot and ends in the first): each comes out whole, in order.
-TEST_F(ArrivalSlots, EntriesOfOneAndTwoSlotsLapTheRingWhole) {
-  const uint32_t lens[] = {8, 52, 24, 25, 0, 40, 1};
+// Entries of every size in slots, over the ring's end many times (an entry then starts
+// near the last slot and ends in the first ones): each comes out whole, in order.
+TEST_F(ArrivalSlots, EntriesOfAnySizeLapTheRingWhole) {
+  const uint32_t lens[] = {8, 52, 24, 25, 0, 40, 1, 53, Arrival::kInlineMax, 80, 144, 81, 109};
   for (int i = 0; i < 50; ++i) {
     uint32_t len = lens[size_t(i) % std::size(lens)];
     put(len, uint8_t(i));
@@ -85,36 +87,47 @@ TEST_F(ArrivalSlots, EntriesOfOneAndTwoSlotsLapTheRingWhole) {
   }
 }
 
-// A two-slot entry's second slot holds payload. When the consumer later reaches that slot
-// as the start of an entry, what is left there must not read as written, whatever the
-// payload was: here payload bytes that would read as exactly the sequence number the
-// consumer then looks for.
+// The slots after an entry's first hold payload. When the consumer later reaches one of
+// them as the start of an entry, what is left there must not read as written, whatever
+// the payload was: here payload bytes that would read as exactly the sequence number
+// the consumer then looks for, in every slot of the entry.
 TEST_F(ArrivalSlots, WhatAnEarlierLapLeftIsNotANewEntry) {
-  // Every word of this payload is 7: the sequence number the consumer will look for
-  // in slot 2 after one lap, where this payload's second slot goes.
-  uint32_t sevens[Arrival::kInlineMax / 4];
-  std::fill(std::begin(sevens), std::end(sevens), 7u);
-  put(8, 0);           // slot 0
-  put(52, 0, sevens);  // slots 1-2: slot 2 is a second slot
-  put(8, 0);           // slot 3
-  for (int i = 0; i < 3; ++i) ASSERT_FALSE(take().empty());
-  put(52, 0);  // slots 4-5 (0-1)
-  ASSERT_EQ(take().size(), 52u);
-  // The consumer now looks at slot 6 (ring slot 2), for sequence 7: the slot's first
-  // word is its mark (2), not the payload.
-  EXPECT_EQ(slots_[2].seq.load(), 2u) << "a second slot carries its own index";
-  EXPECT_TRUE(consumer_.empty());
-  put(8, 1);  // slot 6 (2)
-  auto got = take();
-  ASSERT_EQ(got.size(), 8u);
-  EXPECT_EQ(got[0], 1);
+  static_assert(Arrival::kMaxSlots < kCap);
+  const uint32_t n = Arrival::kMaxSlots;
+  for (uint32_t k = 1; k < n; ++k) {
+    SetUp();
+    // Slot k of this entry is ring slot k + 1; after one lap the consumer looks there
+    // for sequence kCap + k + 2. Every word of the payload is that number.
+    uint32_t seq = kCap + k + 2;
+    uint32_t words[Arrival::kInlineMax / 4];
+    std::fill(std::begin(words), std::end(words), seq);
+    put(8, 0);                           // slot 0
+    put(Arrival::kInlineMax, 0, words);  // slots 1 to n
+    ASSERT_FALSE(take().empty());
+    ASSERT_EQ(take().size(), Arrival::kInlineMax);
+    // One-slot entries up to ring slot k (the next lap), then the consumer looks at
+    // slot k + 1 for seq: the slot's first word is its mark (k + 1), not the payload.
+    for (uint32_t i = n + 1; i < kCap + k + 1; ++i) {
+      put(8, 2);
+      ASSERT_EQ(take().size(), 8u) << k << " " << i;
+    }
+    EXPECT_EQ(slots_[k + 1].seq.load(), k + 1) << "slot " << k << " carries its own index";
+    EXPECT_TRUE(consumer_.empty()) << k;
+    put(8, 1);
+    auto got = take();
+    ASSERT_EQ(got.size(), 8u);
+    EXPECT_EQ(got[0], 1);
+  }
 }
 
 // The producer takes an entry only where all its slots are free.
 TEST_F(ArrivalSlots, AFullQueueRefusesWhatDoesNotFit) {
   put(8, 1);
   put(24, 2);
-  put(52, 3);  // 4 slots taken
+  put(52, 3);
+  put(80, 4);  // 7 slots taken
+  EXPECT_FALSE(producer_.full(1));
+  put(8, 5);  // 8 slots taken
   EXPECT_TRUE(producer_.full(1));
   ASSERT_EQ(take().size(), 8u);
   EXPECT_FALSE(producer_.full(1));

@@ -32,7 +32,7 @@ constexpr SettingDecl kDecls[] = {
      .def = 0,
      .min = 0,
      .max = 1,
-     .help = "loopback fabric: 1 = messages of up to 52 bytes arrive in the completion itself "
+     .help = "loopback fabric: 1 = messages of up to 164 bytes arrive in the completion itself "
              "and take no receive buffer, as through shared memory",
      .store_int = store_int<&Settings::loopback_unbuffered>},
 };

@@ -24,7 +24,7 @@ bool layout_valid(const SegmentHeader& h, size_t size) {
   auto inside = [size](uint64_t off, uint64_t len) { return off <= size && len <= size - off; };
   auto pow2 = [](uint32_t v) { return v && !(v & (v - 1)); };
   return h.magic == kSegmentMagic && h.version == kLayoutVersion && h.size <= size &&
-         pow2(h.posted_cap) && pow2(h.arrivals_cap) && h.arrivals_cap >= 2 &&
+         pow2(h.posted_cap) && pow2(h.arrivals_cap) && h.arrivals_cap > Arrival::kMaxSlots &&
          pow2(h.read_reqs_cap) &&
          inside(h.posted_off, uint64_t(h.posted_cap) * sizeof(PostedRecv)) &&
          inside(h.arrivals_off, uint64_t(h.arrivals_cap) * sizeof(Arrival)) &&
@@ -269,7 +269,7 @@ void Fabric::take_other(Conn* c, const Arrival* a) {
 
 // Any other small message (not a short header and its payload): gathered, then
 // written to the entry's slots.
-void Fabric::write_inline(Conn* c, Arrival& a, const fabric::Sge* sge, int n, uint32_t slots) {
+void Fabric::write_inline(Conn* c, Arrival& a, const fabric::Sge* sge, int n, uint32_t total) {
   uint8_t msg[Arrival::kInlineMax] = {};
   uint32_t off = 0;
   for (int i = 0; i < n; ++i) {
@@ -277,8 +277,8 @@ void Fabric::write_inline(Conn* c, Arrival& a, const fabric::Sge* sge, int n, ui
     off += sge[i].len;
   }
   std::memcpy(a.data, msg, Arrival::kFirstBytes);
-  if (slots == 2)
-    std::memcpy(second_slot(c->peer_arrivals), msg + Arrival::kFirstBytes, Arrival::kMoreBytes);
+  if (total > Arrival::kFirstBytes)
+    write_rest(c->peer_arrivals, msg + Arrival::kFirstBytes, total - Arrival::kFirstBytes);
 }
 
 int Fabric::send_error(Conn* c, fabric::Failure f, uint64_t wr, const char* why) {

@@ -2,7 +2,7 @@
 //
 // A SEND is one copy from the sender's buffers into a receive buffer the peer posted in
 // its inbound segment (shm_layout.h), then an entry in the peer's arrivals queue; a
-// message of up to 52 bytes rides in the entry itself and takes no buffer. No system
+// message of up to 164 bytes rides in the entry itself and takes no buffer. No system
 // call on the way. A READ is a cross-memory read of the peer's buffer
 // (process_vm_readv) where the kernel allows it, else a pipelined copy through the
 // segments' staging areas that the peer's progress serves. Connections are made over
@@ -19,6 +19,7 @@
 #include "container/ring.h"
 #include "core/copy.h"
 #include "fabric/fabric.h"
+#include "fabric/shm/shm_arrival.h"
 #include "fabric/shm/shm_conn.h"
 #include "fabric/shm/shm_host.h"
 #include "fabric/shm/shm_socket.h"
@@ -116,7 +117,7 @@ class Fabric {
   // Credits (RDMX_CREDITS=-1): 32. Windows of 64 sends carried 8-20% more messages of 16
   // to 256 bytes with 32 in flight than with 64, as many (within 5%) of 1 to 8 bytes and
   // 1 MiB, 2-5% less from 16 to 64 KiB; the queue's size was not what mattered
-  // (docs/performance.md). Segments shrink to 0.57 MB per local peer, from 0.84.
+  // (docs/performance.md). Segments are 0.58 MB per local peer, where 64 make 0.84.
   uint32_t credit_window(const Conn*) const { return 32; }
   // Rendezvous reads (RDMX_RNDV_CHUNK=-1) of 4 MiB: a cross-memory read has no packets to
   // lose, and 1 MiB chunks carried 4 MiB messages at 12.6-14.6 GB/s where whole ones took
@@ -179,17 +180,10 @@ class Fabric {
   // not valid): out of line, so that the poll loop stays small.
   [[gnu::noinline]] void take_other(Conn* c, const Arrival* a);
   [[gnu::cold, gnu::noinline]] void bad_arrival(Conn* c, const Arrival& a);
-  // The second slot of the two-slot entry being written, marked (ArrivalMore): where
-  // the rest of its bytes go.
-  static uint8_t* second_slot(SeqProducer<Arrival>& q) {
-    auto& more = q.slot<ArrivalMore>(1);
-    more.mark = q.index(1);
-    return more.data;
-  }
   // A small message that is not in the engine's usual shape (a short header and its
   // payload).
   [[gnu::noinline]] void write_inline(Conn* c, Arrival& a, const fabric::Sge* sge, int n,
-                                      uint32_t slots);
+                                      uint32_t total);
 
   int epfd_ = -1;
   int listener_ = -1;
@@ -219,9 +213,10 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
   uint64_t total = 0;
   for (int i = 0; i < n; ++i) total += sge[i].len;
   bool small = total <= Arrival::kInlineMax;
-  uint32_t slots = Arrival::slots(uint32_t(total));
-  // A two-slot entry starts a cache line: a pad fills the slot before it if need be.
-  uint32_t pad = slots == 2 ? c->peer_arrivals.index(0) & 1 : 0;
+  uint32_t slots = small ? Arrival::slots(uint32_t(total)) : Arrival::kRecvSlots;
+  // An entry of several slots starts a cache line: a pad fills the slot before it if
+  // need be.
+  uint32_t pad = slots > 1 ? c->peer_arrivals.index(0) & 1 : 0;
   if (!c->established() || c->peer_arrivals.full(slots + pad) || (!small && c->peer_posted.empty()))
       [[unlikely]]
     return send_error(c, fabric::Failure::RnrRetryExceeded, wr,
@@ -240,7 +235,7 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
     a.inline_len = uint16_t(total);
     if (n == 2 && sge[0].len == wire::kShortBytes) [[likely]] {
       // A short header and its payload: copies of known size, no call. Up to 8 bytes of
-      // payload fit the first slot; the rest goes to the second.
+      // payload fit the first slot; the rest goes to the slots after it.
       constexpr uint32_t kFirst = Arrival::kFirstBytes - wire::kShortBytes;
       const auto* payload = static_cast<const uint8_t*>(sge[1].addr);
       __builtin_memcpy(a.data, sge[0].addr, wire::kShortBytes);
@@ -248,10 +243,10 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
         copy_bytes(a.data + wire::kShortBytes, payload, sge[1].len);
       } else {
         __builtin_memcpy(a.data + wire::kShortBytes, payload, kFirst);
-        copy_bytes(second_slot(c->peer_arrivals), payload + kFirst, sge[1].len - kFirst);
+        write_rest(c->peer_arrivals, payload + kFirst, uint32_t(sge[1].len) - kFirst);
       }
     } else {
-      write_inline(c, a, sge, n, slots);
+      write_inline(c, a, sge, n, uint32_t(total));
     }
   } else {
     PostedRecv* p = c->peer_posted.peek();
@@ -332,18 +327,18 @@ int Fabric::progress(Sink& sink) {
         c->arrivals.pop();
         sink.on_recv_unbuffered(c->user, hide_bounds(msg), len);
       } else if (a->kind == Arrival::RecvInline && len <= Arrival::kInlineMax) {
-        // Two slots, the same way.
+        // Several slots, the same way, each whole.
         alignas(8) uint8_t msg[Arrival::kInlineMax];
+        uint32_t slots = Arrival::slots(len);
         __builtin_memcpy(msg, a->data, Arrival::kFirstBytes);
-        __builtin_memcpy(msg + Arrival::kFirstBytes, c->arrivals.slot<ArrivalMore>(1).data,
-                         Arrival::kMoreBytes);
-        c->arrivals.pop(2);
+        read_rest(c->arrivals, msg + Arrival::kFirstBytes, slots);
+        c->arrivals.pop(slots);
         sink.on_recv_unbuffered(c->user, hide_bounds(msg), len);
       } else if (uint32_t t = a->buf.token, blen = a->buf.len;
                  a->kind == Arrival::Recv && t < c->tokens.size() && c->tokens[t].live &&
                  blen <= c->tokens[t].len) {
         PostedBuf& b = c->tokens[t];
-        c->arrivals.pop(2);
+        c->arrivals.pop(Arrival::kRecvSlots);
         b.live = false;
         c->free_tokens.push_back(t);
         sink.on_recv(c->user, b.wr, blen);

@@ -23,7 +23,7 @@
 namespace rdmx::shm {
 
 constexpr uint32_t kSegmentMagic = 0x53584d52;  // "RMXS"
-constexpr uint32_t kLayoutVersion = 3;
+constexpr uint32_t kLayoutVersion = 4;
 constexpr size_t kCacheLine = 64;
 
 // A single-producer single-consumer queue's indices, each on its own cache line so that
@@ -48,12 +48,12 @@ static_assert(sizeof(PostedRecv) == 16);
 // Arrivals come in 32-byte slots, two to a cache line, and the consumer polls the entry
 // itself (seq says it is written). RecvInline carries the whole message and takes no
 // posted buffer: up to kFirstBytes (a short engine header and 8 bytes of payload) in
-// one slot, so that two such messages share a line; up to kInlineMax in two, the second
-// an ArrivalMore. Recv names the buffer it filled and takes two slots, a line of its
-// own: two of them in one line cost more than they save, as the receiver reads the line
-// while the sender writes its other half. A two-slot entry starts a line (a Pad entry
-// fills the slot before it if need be), so a message never costs two lines. ReadPiece*
-// names the staging slot.
+// one slot, so that two such messages share a line; up to kInlineMax in kMaxSlots, each
+// slot after the first an ArrivalMore (shm_arrival.h writes and reads them). Recv names
+// the buffer it filled and takes two slots, a line of its own: two of them in one line
+// cost more than they save, as the receiver reads the line while the sender writes its
+// other half. An entry of more than one slot starts a line (a Pad entry fills the slot
+// before it if need be). ReadPiece* names the staging slot.
 struct alignas(32) Arrival {
   enum Kind : uint8_t { Recv = 1, RecvInline = 2, ReadPiece = 3, ReadPieceFailed = 4, Pad = 5 };
   struct BufRef {
@@ -62,9 +62,13 @@ struct alignas(32) Arrival {
   };
   static constexpr uint32_t kFirstBytes = 24;
   static constexpr uint32_t kMoreBytes = 28;
-  static constexpr uint32_t kInlineMax = kFirstBytes + kMoreBytes;
-  // Slots a message of len bytes takes (inline up to kInlineMax, else Recv).
-  static uint32_t slots(uint32_t len) { return len <= kFirstBytes ? 1 : 2; }
+  static constexpr uint32_t kMaxSlots = 6;
+  static constexpr uint32_t kInlineMax = kFirstBytes + (kMaxSlots - 1) * kMoreBytes;
+  static constexpr uint32_t kRecvSlots = 2;
+  // Slots a message of len <= kInlineMax bytes takes inline.
+  static uint32_t slots(uint32_t len) {
+    return len <= kFirstBytes ? 1 : 1 + (len - kFirstBytes + kMoreBytes - 1) / kMoreBytes;
+  }
 
   std::atomic<uint32_t> seq;  // the producer's slot index + 1 once the entry is written
   uint8_t kind;
@@ -79,11 +83,11 @@ static_assert(sizeof(Arrival) == 32);
 static_assert(Arrival::kInlineMax == fabric::kUnbufferedMax,
               "fabric::kUnbufferedMax names this size");
 
-// The second slot of a two-slot entry. Its first word is where a first slot's seq would
+// A slot of an entry after its first. Its first word is where a first slot's seq would
 // be: nothing but a sequence number or a mark is ever written there. A RecvInline entry
 // writes as mark the slot's own index, which is never the seq the consumer will look for
 // in it (index + 1 plus a multiple of the queue's capacity), so payload can never pass
-// for a new entry; a Recv entry leaves the slot as an earlier lap left it.
+// for a new entry; a Recv entry leaves its second slot as an earlier lap left it.
 struct alignas(32) ArrivalMore {
   uint32_t mark;
   uint8_t data[Arrival::kMoreBytes];
@@ -131,8 +135,9 @@ inline uint32_t pow2_at_least(uint32_t n) {
 inline size_t lay_out(const SegmentShape& s, SegmentHeader* h) {
   auto align = [](size_t v, size_t a) { return (v + a - 1) & ~(a - 1); };
   uint32_t posted_cap = pow2_at_least(s.posted_cap);
-  // In slots: a message takes at most three (two and a pad), a read piece one.
-  uint32_t arrivals_cap = pow2_at_least(3 * s.posted_cap + s.staging_slots + 1);
+  // In slots: a message takes at most kMaxSlots and a pad, a read piece one.
+  uint32_t arrivals_cap =
+      pow2_at_least((Arrival::kMaxSlots + 1) * s.posted_cap + s.staging_slots + 1);
   uint32_t read_reqs_cap = pow2_at_least(s.staging_slots + 1);
   size_t off = align(sizeof(SegmentHeader), kCacheLine);
   size_t posted = off;
