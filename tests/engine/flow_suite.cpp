@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "engine/engine_test.h"
+#include "fabric/fabric.h"
 
 namespace rdmx::test {
 namespace {
@@ -101,19 +102,27 @@ TEST_P(EngineTest, TheFabricChoosesTheCreditWindow) {
 }
 
 // Messages either side of the sizes that ride in a shared-memory queue entry (one slot:
-// 8 bytes of payload; two: 36, 12 for a synchronous send, which has the long header),
+// 8 bytes of payload; six: 148, 124 for a synchronous send, which has the long header),
 // interleaved with larger ones on one tag, some received as they come and the rest
 // found unexpected, with 4 credits: each arrives whole and in order. Where the path
 // carries small messages without a receive buffer, every small one went that way, and
 // the credits they took came back all the same.
 TEST_P(EngineTest, MessagesEitherSideOfTheInlineSizeKeepTheirOrder) {
-  static const std::vector<uint64_t> kSizes = {0, 1, 8, 9, 12, 13, 16, 24, 25, 36, 37, 100, 3000};
-  constexpr int kN = 200;
+  // Through shared memory a message's bytes (a 16-byte short header, or the 32-byte
+  // header and an 8-byte sync tail, and the payload) take 24 bytes in an entry's first
+  // slot and 28 in each after it: the sizes on either side of each slot's end, and of
+  // the largest message carried without a buffer (fabric::kUnbufferedMax).
+  constexpr uint64_t kShortMax = fabric::kUnbufferedMax - 16, kSyncMax = kShortMax - 24;
+  static const std::vector<uint64_t> kSizes = {
+      0,   1,  8,  9,  12,  13,  16,  24,       25,           36,        37,
+      64,  65, 92, 93, 100, 120, 121, kSyncMax, kSyncMax + 1, kShortMax, kShortMax + 1,
+      3000};
+  constexpr int kN = 250;
   constexpr uint64_t kMax = 3000;
   auto size_of = [](int i) { return kSizes[size_t(i) % kSizes.size()]; };
   auto sync_of = [](int i) { return i % 3 == 0; };
   uint64_t small = 0;
-  for (int i = 0; i < kN; ++i) small += size_of(i) <= (sync_of(i) ? 12u : 36u);
+  for (int i = 0; i < kN; ++i) small += size_of(i) <= (sync_of(i) ? kSyncMax : kShortMax);
   bool unbuffered = caps().small_unbuffered;
   run(
       2,
