@@ -73,12 +73,12 @@ int main(int argc, char** argv) {
   fflush(stdout);
 #if defined(OMPI_HAVE_MPI_EXT_FTMPI) && OMPI_HAVE_MPI_EXT_FTMPI
   /* rdmx sees a local peer die at once (its socket closes), before Open MPI has handled
-   * the runtime's event about the death. Open MPI 5.0.7's MPI_Finalize begins with a
-   * PMIx fence over every rank, and a survivor that entered it that early waited there
-   * for ever in 3 to 4 launches of 12 (with this rdmx and the one before it; ob1, which
-   * learns of a failure only from that event, was never there first: 10 of 10 ended).
-   * So the survivor drives progress until the runtime's report has arrived too (about
-   * 80 ms here; at most 10 s), and then finalizes: 10 of 10 ended. */
+   * the runtime's event about the death. After that, Open MPI 5.0.7's MPI_Finalize now
+   * and then never returns from its opening PMIx fence: in 3 to 4 launches of 12 when
+   * the survivor went straight to it (with this rdmx and the one before it; ob1, which
+   * learns of a failure only from that event, 0 of 10). Waiting until the runtime's
+   * report has arrived too (about 80 ms of progress; at most 10 s) made it rarer (0 of
+   * 22 launches), not impossible: the MPI tier launches a job that hung there again. */
   if (want_proc_failed) {
     int never;
     MPI_Request pending;
