@@ -4,9 +4,11 @@
 // it, exchanging eager and rendezvous messages with every other rank at once.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/engine_test.h"
@@ -80,6 +82,59 @@ TEST(MixedPaths, SharedMemoryAndLibfabricTcpInOneJob) {
     return SettingList{{"RDMX_SHM_DOMAIN", "host" + std::to_string(host)}};
   });
 }
+
+// A rank whose only connections are through shared memory still answers a request from
+// another host within the connect timeout when each of its polls takes milliseconds: a
+// rank that sleeps between polls (mode 0: in its own loop; mode 1: on the fabric, with
+// rdmx_wait_event, as the Open MPI component does when told to sleep) or that yields its
+// processor to many others. Rank 1, on another host, sends to rank 0 once rank 0 is in
+// its slow loop, with 4 s to connect.
+void slow_poller_answers(int mode) {
+  std::string why = backend_unavailable("ofi-tcp+shm");
+  if (!why.empty()) GTEST_SKIP() << "SKIPPED backend ofi-tcp+shm: " << why;
+  run_world(
+      "ofi-tcp+shm", 3,
+      [mode](Rank& r) {
+        int v = 0, w = 7;
+        if (r.rank == 1) {
+          // After rank 0 has begun its slow polls.
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          EXPECT_EQ(r.finish(isend(r, 0, 3, &w, sizeof w)).error, RDMX_OK);
+          return;
+        }
+        // Rank 2, on rank 0's host, gives rank 0 a shared-memory connection first.
+        if (r.rank == 2) {
+          EXPECT_EQ(r.finish(isend(r, 0, 2, &w, sizeof w)).error, RDMX_OK);
+          return;
+        }
+        EXPECT_EQ(r.finish(irecv(r, 2, 2, &v, sizeof v)).error, RDMX_OK);
+        rdmx_request_t* req = irecv(r, 1, 3, &v, sizeof v);
+        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        int done = 0;
+        rdmx_status_info_t st{};
+        while (!done && std::chrono::steady_clock::now() < until) {
+          rdmx_progress(r.ctx);
+          ASSERT_EQ(rdmx_test(req, &done, &st), RDMX_OK);
+          if (done) break;
+          if (mode == 0)
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          else
+            ASSERT_EQ(rdmx_wait_event(r.ctx, 10), RDMX_OK);
+        }
+        ASSERT_TRUE(done) << "rank 1's message did not arrive in 20 s";
+        EXPECT_EQ(st.error, RDMX_OK);
+        EXPECT_EQ(v, 7);
+        rdmx_request_free(r.ctx, req);
+      },
+      {{"RDMX_CONNECT_TIMEOUT_MS", "4000"}},
+      [](int rank) {
+        return SettingList{{"RDMX_SHM_DOMAIN", rank == 1 ? "b" : "a"}};
+      });
+}
+
+TEST(MixedPaths, ARankPollingEveryFewMillisecondsAnswersAnotherHost) { slow_poller_answers(0); }
+
+TEST(MixedPaths, ARankSleepingOnTheFabricAnswersAnotherHost) { slow_poller_answers(1); }
 
 // In the Soft-RoCE VM's two-host boot (tests/vm/tier.d/20-verbs): one kernel, so the
 // hosts are told apart by their shared-memory domain, and each host's ranks use its

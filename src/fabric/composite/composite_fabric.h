@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <utility>
@@ -238,6 +239,7 @@ class Fabric {
   int wait(int timeout_ms) {
     if (!shm_on_) return net_.wait(timeout_ms);
     int slice = net_conns_ ? std::min(timeout_ms, 1) : std::min(timeout_ms, 10);
+    net_due_ = true;  // time has passed: the next progress looks for requests
     if (int rc = shm_.wait(slice)) return rc;
     return net_conns_ ? net_.wait(0) : RDMX_OK;
   }
@@ -262,6 +264,25 @@ class Fabric {
     }
   };
 
+  // Without network connections the network fabric only has requests to notice, and
+  // its progress is a system call (libfabric tcp polls its sockets, rdma_cm reads its
+  // channel) that on-host messages should not pay for on every call. It is polled once
+  // the coarse clock has ticked (1 to 4 ms) since its last poll, looked at every 16
+  // calls, or after a wait. Counting calls alone is not enough: a rank that yields its
+  // processor or sleeps between polls makes each call last milliseconds, and one poll in
+  // thousands of calls left connection requests from other hosts unanswered for longer
+  // than the connect timeout.
+  bool idle_net_due() {
+    if (!net_due_ && (++calls_ & 15) != 0) return false;
+    net_due_ = false;
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    int64_t tick = int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+    if (tick == net_polled_tick_) return false;
+    net_polled_tick_ = tick;
+    return true;
+  }
+
   static bool split(const uint8_t* a, size_t len, const uint8_t** n, size_t* nl, const uint8_t** s,
                     size_t* sl) {
     if (len < 4) return false;
@@ -284,6 +305,8 @@ class Fabric {
   std::string shm_off_why_;
   uint32_t net_conns_ = 0;  // connections made through the network fabric, ever
   uint32_t calls_ = 0;
+  int64_t net_polled_tick_ = -1;  // the coarse clock's tick at the idle network's last poll
+  bool net_due_ = false;
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<std::unique_ptr<ConnRequest>> requests_;
 };
@@ -296,11 +319,7 @@ int Fabric<Net>::progress(Sink& sink) {
     Relay<Sink, shm::Fabric> r{{sink}, this};
     n += shm_.progress(r);
   }
-  // Without network connections the network fabric only has requests to notice: it is
-  // polled one call in 4096: libfabric tcp's progress polls its sockets, a system call
-  // that on-host messages should not pay for (a request from another host waits a few
-  // hundred microseconds more).
-  if (net_conns_ || !shm_on_ || (++calls_ & 4095) == 0) {
+  if (net_conns_ || !shm_on_ || idle_net_due()) {
     Relay<Sink, Net> r{{sink}, this};
     n += net_.progress(r);
   }
