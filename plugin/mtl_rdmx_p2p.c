@@ -292,6 +292,9 @@ static void mtl_rdmx_probe_status(struct ompi_communicator_t* comm, const rdmx_s
   status->_cancelled = false;
 }
 
+/* A probe that finds nothing runs Open MPI's whole progress engine, as ob1's does, not
+ * only rdmx's: a program that polls with MPI_Iprobe must also see its nonblocking
+ * collectives advance and the runtime's events handled (under ULFM, a failure's report). */
 int mtl_rdmx_iprobe(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t* comm, int src,
                     int tag, int* flag, struct ompi_status_public_t* status) {
   (void)mtl;
@@ -303,7 +306,10 @@ int mtl_rdmx_iprobe(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_
   int rc = mtl_rdmx_end_call(rdmx_iprobe(M->ctx, source, mtl_rdmx_cid(comm), rtag, &found, &st),
                              "rdmx_iprobe");
   *flag = RDMX_OK == rc && found;
-  if (*flag) mtl_rdmx_probe_status(comm, &st, status);
+  if (*flag)
+    mtl_rdmx_probe_status(comm, &st, status);
+  else
+    opal_progress();
   return mtl_rdmx_error(rc);
 }
 
@@ -325,6 +331,7 @@ int mtl_rdmx_improbe(struct mca_mtl_base_module_t* mtl, struct ompi_communicator
     ompi_message_return(msg);
     *matched = 0;
     *message = MPI_MESSAGE_NULL;
+    opal_progress(); /* as in mtl_rdmx_iprobe */
     return mtl_rdmx_error(rc);
   }
   msg->comm = comm;

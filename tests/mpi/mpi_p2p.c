@@ -177,6 +177,36 @@ static void test_probe(char* a, char* b) {
   CHECK(filled(b, BIG, 3), "large probed message");
 }
 
+/* MPI_Iprobe makes progress on everything, not only on messages: rank 0 polls with it
+ * for a message rank 2 sends only once its MPI_Ibarrier has completed, and with 3 ranks
+ * or more that barrier needs rank 0's nonblocking-collective engine to advance a round
+ * past its start. Bounded: 20 s. */
+static void test_iprobe_progress(void) {
+  SECTION("iprobe drives nonblocking collectives: a token sent after an ibarrier arrives");
+  if (nprocs < 3) return;
+  MPI_Request barrier;
+  CHECK_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &barrier));
+  int token = 0;
+  if (rank == 2) {
+    CHECK_MPI(MPI_Wait(&barrier, MPI_STATUS_IGNORE));
+    token = 35;
+    CHECK_MPI(MPI_Send(&token, 1, MPI_INT, 0, 35, MPI_COMM_WORLD));
+    return;
+  }
+  if (rank != 0) {
+    CHECK_MPI(MPI_Wait(&barrier, MPI_STATUS_IGNORE));
+    return;
+  }
+  int flag = 0;
+  double until = now() + 20;
+  while (!flag && now() < until)
+    CHECK_MPI(MPI_Iprobe(2, 35, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+  CHECK(flag, "rank 2's token did not arrive in 20 s of MPI_Iprobe: the ibarrier did not advance");
+  CHECK_MPI(MPI_Recv(&token, 1, MPI_INT, 2, 35, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  CHECK(token == 35, "token %d", token);
+  CHECK_MPI(MPI_Wait(&barrier, MPI_STATUS_IGNORE));
+}
+
 static void test_mprobe(char* a, char* b) {
   SECTION("mprobe / improbe claim the message; mrecv / imrecv receive it");
   if (rank == 1) {
@@ -411,6 +441,8 @@ int main(int argc, char** argv) {
   test_ssend(a, b);
   CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
   test_probe(a, b);
+  CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  test_iprobe_progress();
   CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
   test_mprobe(a, b);
   CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
