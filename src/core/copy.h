@@ -9,20 +9,11 @@
 
 namespace rdmx {
 
-[[gnu::always_inline]] inline void copy_bytes(void* dst, const void* src, size_t n) {
+// Up to 16 bytes.
+[[gnu::always_inline]] inline void copy_upto16(void* dst, const void* src, size_t n) {
   auto* d = static_cast<uint8_t*>(dst);
   auto* s = static_cast<const uint8_t*>(src);
-  if (n > 32) [[unlikely]] {
-    std::memcpy(d, s, n);
-  } else if (n > 16) {
-    struct Block {
-      uint64_t lo, hi;
-    } a, b;
-    std::memcpy(&a, s, 16);
-    std::memcpy(&b, s + n - 16, 16);
-    std::memcpy(d, &a, 16);
-    std::memcpy(d + n - 16, &b, 16);
-  } else if (n >= 8) {
+  if (n >= 8) {
     uint64_t a, b;
     std::memcpy(&a, s, 8);
     std::memcpy(&b, s + n - 8, 8);
@@ -39,6 +30,24 @@ namespace rdmx {
     d[0] = a;
     d[n / 2] = b;
     d[n - 1] = c;
+  }
+}
+
+[[gnu::always_inline]] inline void copy_bytes(void* dst, const void* src, size_t n) {
+  auto* d = static_cast<uint8_t*>(dst);
+  auto* s = static_cast<const uint8_t*>(src);
+  if (n > 32) [[unlikely]] {
+    std::memcpy(d, s, n);
+  } else if (n > 16) {
+    struct Block {
+      uint64_t lo, hi;
+    } a, b;
+    std::memcpy(&a, s, 16);
+    std::memcpy(&b, s + n - 16, 16);
+    std::memcpy(d, &a, 16);
+    std::memcpy(d + n - 16, &b, 16);
+  } else {
+    copy_upto16(d, s, n);
   }
 }
 

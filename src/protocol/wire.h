@@ -44,7 +44,7 @@ struct Header {
 
   Type type() const { return Type(version_type & 0x0f); }
   uint8_t version() const { return version_type >> 4; }
-  static uint8_t make_vt(Type t) { return uint8_t(kVersion << 4 | uint8_t(t)); }
+  static constexpr uint8_t make_vt(Type t) { return uint8_t(kVersion << 4 | uint8_t(t)); }
   // Version, type and flags together, to recognise a kind of message in one compare.
   uint16_t vt_flags() const { return uint16_t(version_type | flags << 8); }
 };

@@ -102,21 +102,43 @@ TEST_P(EngineTest, TheFabricChoosesTheCreditWindow) {
 }
 
 // Messages either side of the sizes that ride in a shared-memory queue entry (one slot:
-// 8 bytes of payload; six: 148, 124 for a synchronous send, which has the long header),
+// 16 bytes of payload, or 8 with control credits to return; six: 148, 124 for a
+// synchronous send, which has the long header),
 // interleaved with larger ones on one tag, some received as they come and the rest
 // found unexpected, with 4 credits: each arrives whole and in order. Where the path
 // carries small messages without a receive buffer, every small one went that way, and
 // the credits they took came back all the same.
 TEST_P(EngineTest, MessagesEitherSideOfTheInlineSizeKeepTheirOrder) {
-  // Through shared memory a message's bytes (a 16-byte short header, or the 32-byte
-  // header and an 8-byte sync tail, and the payload) take 24 bytes in an entry's first
-  // slot and 28 in each after it: the sizes on either side of each slot's end, and of
-  // the largest message carried without a buffer (fabric::kUnbufferedMax).
+  // Through shared memory a short message of up to 16 bytes of payload takes one slot;
+  // otherwise a message's bytes (a 16-byte short header, or the 32-byte header and an
+  // 8-byte sync tail, and the payload) take 24 bytes in an entry's first slot and 28 in
+  // each after it: the sizes on either side of each slot's end, and of the largest
+  // message carried without a buffer (fabric::kUnbufferedMax).
   constexpr uint64_t kShortMax = fabric::kUnbufferedMax - 16, kSyncMax = kShortMax - 24;
-  static const std::vector<uint64_t> kSizes = {
-      0,   1,  8,  9,  12,  13,  16,  24,       25,           36,        37,
-      64,  65, 92, 93, 100, 120, 121, kSyncMax, kSyncMax + 1, kShortMax, kShortMax + 1,
-      3000};
+  static const std::vector<uint64_t> kSizes = {0,
+                                               1,
+                                               8,
+                                               9,
+                                               12,
+                                               13,
+                                               16,
+                                               17,
+                                               24,
+                                               25,
+                                               36,
+                                               37,
+                                               64,
+                                               65,
+                                               92,
+                                               93,
+                                               100,
+                                               120,
+                                               121,
+                                               kSyncMax,
+                                               kSyncMax + 1,
+                                               kShortMax,
+                                               kShortMax + 1,
+                                               3000};
   constexpr int kN = 250;
   constexpr uint64_t kMax = 3000;
   auto size_of = [](int i) { return kSizes[size_t(i) % kSizes.size()]; };

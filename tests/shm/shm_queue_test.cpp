@@ -1,6 +1,6 @@
 // The arrivals queue's slots (shm_layout.h, shm_queue.h), both ends in one process over
 // plain memory: entries of one to Arrival::kMaxSlots slots, laps over the ring's end,
-// and what an earlier lap leaves behind.
+// what an earlier lap leaves behind, and the engine's short messages in one slot.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include "fabric/shm/shm_arrival.h"
 #include "fabric/shm/shm_layout.h"
 #include "fabric/shm/shm_queue.h"
+#include "protocol/wire.h"
 
 namespace rdmx::shm {
 namespace {
@@ -134,6 +135,64 @@ TEST_F(ArrivalSlots, AFullQueueRefusesWhatDoesNotFit) {
   EXPECT_TRUE(producer_.full(2));
   ASSERT_EQ(take().size(), 24u);
   EXPECT_FALSE(producer_.full(2));
+}
+
+// The engine's short header as it sends it: 16 bytes.
+std::vector<uint8_t> short_header(uint8_t ctrl_credits, uint16_t credits, uint32_t seq,
+                                  uint32_t cid, int32_t tag, wire::Type type = wire::Type::Short) {
+  wire::Header h{};
+  h.version_type = wire::Header::make_vt(type);
+  h.ctrl_credits = ctrl_credits;
+  h.credits = credits;
+  h.seq = seq;
+  h.context_id = cid;
+  h.tag = tag;
+  std::vector<uint8_t> b(wire::kShortBytes);
+  std::memcpy(b.data(), &h, b.size());
+  return b;
+}
+
+// A short message of up to 16 bytes of payload takes one slot, without its sequence
+// number, and comes out as the engine sent it: header (the consumer's count in place of
+// the sequence number) and payload, each length from 0 to 16, credits and a negative
+// tag kept, two entries to a cache line.
+TEST_F(ArrivalSlots, AShortMessageOfUpTo16BytesTakesOneSlotAndComesOutWhole) {
+  static_assert(sizeof(ArrivalShort) * 2 == kCacheLine);
+  for (uint32_t len = 0; len <= ArrivalShort::kPayloadMax; ++len) {
+    uint32_t seq = 0xfffffff0u + len;  // across the count's wrap
+    auto hdr = short_header(0, uint16_t(1000 + len), seq, 0xabcd0000u + len, -int32_t(len) - 5);
+    std::vector<uint8_t> payload(len);
+    for (uint32_t i = 0; i < len; ++i) payload[i] = uint8_t(len * 16 + i + 1);
+    ASSERT_TRUE(goes_short(hdr.data(), len, seq)) << len;
+    ASSERT_FALSE(producer_.full(1));
+    Arrival& a = producer_.next();
+    write_short(reinterpret_cast<ArrivalShort&>(a), hdr.data(), payload.data(), len);
+    producer_.commit(a, 1);
+
+    const Arrival* got = consumer_.peek();
+    ASSERT_NE(got, nullptr);
+    const auto& e = *reinterpret_cast<const ArrivalShort*>(got);
+    EXPECT_EQ(e.kind, Arrival::RecvShort);
+    EXPECT_EQ(e.len, len);
+    uint8_t msg[wire::kShortBytes + ArrivalShort::kPayloadMax];
+    ASSERT_EQ(read_short(e, seq, msg), wire::kShortBytes + len);
+    consumer_.pop(1);
+    EXPECT_EQ(std::vector<uint8_t>(msg, msg + wire::kShortBytes), hdr) << len;
+    EXPECT_EQ(std::vector<uint8_t>(msg + wire::kShortBytes, msg + wire::kShortBytes + len), payload)
+        << len;
+  }
+}
+
+// What does not go in one slot: more than 16 bytes of payload, control credits to
+// return, a sequence number other than the connection's count, another message type.
+TEST_F(ArrivalSlots, OnlyAShortMessageInSequenceWithoutControlCreditsGoesInOneSlot) {
+  EXPECT_TRUE(goes_short(short_header(0, 65535, 7, 1, 2).data(), 16, 7));
+  EXPECT_FALSE(goes_short(short_header(0, 0, 7, 1, 2).data(), 17, 7));
+  EXPECT_FALSE(goes_short(short_header(1, 0, 7, 1, 2).data(), 8, 7));
+  EXPECT_FALSE(goes_short(short_header(0, 0, 7, 1, 2).data(), 8, 6));
+  EXPECT_FALSE(goes_short(short_header(0, 0, 7, 1, 2).data(), 8, 8));
+  EXPECT_FALSE(goes_short(short_header(0, 0, 7, 1, 2, wire::Type::Eager).data(), 8, 7));
+  EXPECT_FALSE(goes_short(short_header(0, 0, 7, 1, 2, wire::Type::Credit).data(), 0, 7));
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 //
 // A SEND is one copy from the sender's buffers into a receive buffer the peer posted in
 // its inbound segment (shm_layout.h), then an entry in the peer's arrivals queue; a
-// message of up to 164 bytes rides in the entry itself and takes no buffer. No system
+// message of up to 164 bytes rides in the entry itself and takes no buffer (one of up
+// to 16 bytes of payload in half a cache line). No system
 // call on the way. A READ is a cross-memory read of the peer's buffer
 // (process_vm_readv) where the kernel allows it, else a pipelined copy through the
 // segments' staging areas that the peer's progress serves. Connections are made over
@@ -213,7 +214,10 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
   uint64_t total = 0;
   for (int i = 0; i < n; ++i) total += sge[i].len;
   bool small = total <= Arrival::kInlineMax;
-  uint32_t slots = small ? Arrival::slots(uint32_t(total)) : Arrival::kRecvSlots;
+  // The engine's short message (a short header and its payload), compacted to one slot.
+  bool one_short = n == 2 && sge[0].len == wire::kShortBytes &&
+                   goes_short(sge[0].addr, sge[1].len, c->sent_msgs);
+  uint32_t slots = one_short ? 1 : small ? Arrival::slots(uint32_t(total)) : Arrival::kRecvSlots;
   // An entry of several slots starts a cache line: a pad fills the slot before it if
   // need be.
   uint32_t pad = slots > 1 ? c->peer_arrivals.index(0) & 1 : 0;
@@ -229,7 +233,9 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
     c->peer_arrivals.commit(p);
   }
   Arrival& a = c->peer_arrivals.next();
-  if (small) [[likely]] {
+  if (one_short) [[likely]] {
+    write_short(reinterpret_cast<ArrivalShort&>(a), sge[0].addr, sge[1].addr, uint32_t(sge[1].len));
+  } else if (small) {
     // Small: the message rides in the entry and takes none of the peer's buffers.
     a.kind = Arrival::RecvInline;
     a.inline_len = uint16_t(total);
@@ -266,6 +272,7 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
     }
   }
   c->peer_arrivals.commit(a, slots);
+  ++c->sent_msgs;
   wake_peer(c);
   if (flags & fabric::kSendSignaled)
     complete(Completion::SendDone, fabric::Failure::Other, wr, c->user);
@@ -319,12 +326,21 @@ int Fabric::progress(Sink& sink) {
     int n = 0;
     for (Arrival* a; n < 32 && (a = c->arrivals.peek()); ++n) {
       uint32_t len = a->inline_len;
-      if (a->kind == Arrival::RecvInline && len <= Arrival::kFirstBytes) [[likely]] {
+      if (const auto* e = reinterpret_cast<const ArrivalShort*>(a);
+          e->kind == Arrival::RecvShort && e->len <= ArrivalShort::kPayloadMax) [[likely]] {
+        // Made the engine's message again, with the sequence number it left out, and
+        // copied out before the entry goes back to the peer, which may then write it.
+        alignas(8) uint8_t msg[wire::kShortBytes + ArrivalShort::kPayloadMax];
+        uint32_t mlen = read_short(*e, c->taken_msgs++, msg);
+        c->arrivals.pop();
+        sink.on_recv_unbuffered(c->user, hide_bounds(msg), mlen);
+      } else if (a->kind == Arrival::RecvInline && len <= Arrival::kFirstBytes) {
         // Copied out before the entry goes back to the peer, which may then write it
         // again: the whole slot, a copy of known size.
         alignas(8) uint8_t msg[Arrival::kFirstBytes];
         __builtin_memcpy(msg, a->data, sizeof msg);
         c->arrivals.pop();
+        ++c->taken_msgs;
         sink.on_recv_unbuffered(c->user, hide_bounds(msg), len);
       } else if (a->kind == Arrival::RecvInline && len <= Arrival::kInlineMax) {
         // Several slots, the same way, each whole.
@@ -333,6 +349,7 @@ int Fabric::progress(Sink& sink) {
         __builtin_memcpy(msg, a->data, Arrival::kFirstBytes);
         read_rest(c->arrivals, msg + Arrival::kFirstBytes, slots);
         c->arrivals.pop(slots);
+        ++c->taken_msgs;
         sink.on_recv_unbuffered(c->user, hide_bounds(msg), len);
       } else if (uint32_t t = a->buf.token, blen = a->buf.len;
                  a->kind == Arrival::Recv && t < c->tokens.size() && c->tokens[t].live &&
@@ -341,6 +358,7 @@ int Fabric::progress(Sink& sink) {
         c->arrivals.pop(Arrival::kRecvSlots);
         b.live = false;
         c->free_tokens.push_back(t);
+        ++c->taken_msgs;
         sink.on_recv(c->user, b.wr, blen);
       } else {
         take_other(c, a);

@@ -23,7 +23,7 @@
 namespace rdmx::shm {
 
 constexpr uint32_t kSegmentMagic = 0x53584d52;  // "RMXS"
-constexpr uint32_t kLayoutVersion = 4;
+constexpr uint32_t kLayoutVersion = 5;
 constexpr size_t kCacheLine = 64;
 
 // A single-producer single-consumer queue's indices, each on its own cache line so that
@@ -46,16 +46,25 @@ struct PostedRecv {
 static_assert(sizeof(PostedRecv) == 16);
 
 // Arrivals come in 32-byte slots, two to a cache line, and the consumer polls the entry
-// itself (seq says it is written). RecvInline carries the whole message and takes no
+// itself (seq says it is written). RecvShort is the engine's short message of up to
+// 16 bytes of payload in one slot, its header compacted (ArrivalShort), so that two such
+// messages share a line. RecvInline carries any other message whole and takes no
 // posted buffer: up to kFirstBytes (a short engine header and 8 bytes of payload) in
-// one slot, so that two such messages share a line; up to kInlineMax in kMaxSlots, each
-// slot after the first an ArrivalMore (shm_arrival.h writes and reads them). Recv names
+// one slot; up to kInlineMax in kMaxSlots, each slot after the first an ArrivalMore
+// (shm_arrival.h writes and reads both kinds). Recv names
 // the buffer it filled and takes two slots, a line of its own: two of them in one line
 // cost more than they save, as the receiver reads the line while the sender writes its
 // other half. An entry of more than one slot starts a line (a Pad entry fills the slot
 // before it if need be). ReadPiece* names the staging slot.
 struct alignas(32) Arrival {
-  enum Kind : uint8_t { Recv = 1, RecvInline = 2, ReadPiece = 3, ReadPieceFailed = 4, Pad = 5 };
+  enum Kind : uint8_t {
+    Recv = 1,
+    RecvInline = 2,
+    ReadPiece = 3,
+    ReadPieceFailed = 4,
+    Pad = 5,
+    RecvShort = 6
+  };
   struct BufRef {
     uint32_t len;
     uint32_t token;  // Recv: the posted buffer's token; ReadPiece*: the staging slot
@@ -82,6 +91,24 @@ struct alignas(32) Arrival {
 static_assert(sizeof(Arrival) == 32);
 static_assert(Arrival::kInlineMax == fabric::kUnbufferedMax,
               "fabric::kUnbufferedMax names this size");
+
+// A RecvShort entry: an engine message of type Short without control credits, whose
+// sequence number is the count of messages the connection carried before it (the
+// producer writes this kind only when the header says so; the consumer counts). What
+// the engine's 16-byte short header leaves then (type, credits, context and tag) fits
+// beside the entry's own fields in 16 bytes, and the payload in the other 16.
+struct alignas(32) ArrivalShort {
+  static constexpr uint32_t kPayloadMax = 16;
+  std::atomic<uint32_t> seq;  // as Arrival::seq
+  uint8_t kind;               // RecvShort
+  uint8_t len;                // payload bytes, at most kPayloadMax
+  uint16_t credits;           // the header's
+  uint32_t context_id;
+  int32_t tag;
+  uint8_t payload[kPayloadMax];
+};
+static_assert(sizeof(ArrivalShort) == sizeof(Arrival) &&
+              offsetof(ArrivalShort, kind) == offsetof(Arrival, kind));
 
 // A slot of an entry after its first. Its first word is where a first slot's seq would
 // be: nothing but a sequence number or a mark is ever written there. A RecvInline entry
