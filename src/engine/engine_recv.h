@@ -158,7 +158,9 @@ inline bool Engine<F>::handle_message(Link<F>& l, const uint8_t* b, uint32_t len
     }
     std::memcpy(&h, b, sizeof h);
   }
-  if (h.seq != l.recv_seq || (!is_short && h.source != l.peer->rank)) [[unlikely]] {
+  if ((h.seq != l.recv_seq &&
+       !(is_short && h.seq == wire::kUnnumbered && l.attrs.unnumbered_shorts)) ||
+      (!is_short && h.source != l.peer->rank)) [[unlikely]] {
     bad_message(l, b, len, l.recv_seq);
     return false;
   }

@@ -67,6 +67,9 @@ struct ConnAttrs {
   // This side may SEND from memory it did not register (no local descriptor, as libfabric
   // tcp): the data is read when the send goes, so it must stay until the send completes.
   bool sends_unregistered = false;
+  // This side may hand over Short messages whose sequence number is wire::kUnnumbered:
+  // the fabric keeps the connection's messages in order and left the number out.
+  bool unnumbered_shorts = false;
 };
 
 enum Access : uint32_t {

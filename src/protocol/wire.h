@@ -51,6 +51,11 @@ struct Header {
 static_assert(sizeof(Header) == 32 && std::is_trivially_copyable_v<Header>);
 
 inline constexpr uint32_t kShortBytes = 16;
+
+// The sequence number of a Short message whose fabric left it out: one that carries a
+// connection's messages in order itself (fabric::ConnAttrs::unnumbered_shorts). The
+// receiver takes such a message as the next.
+inline constexpr uint32_t kUnnumbered = 0xffffffff;
 static_assert(offsetof(Header, length) == kShortBytes);
 
 // The bytes of h that go on the wire.

@@ -214,15 +214,19 @@ TEST_F(LoopbackFaults, ForeignAndCorruptPrivateDataAreRejected) {
   rdmx_finalize(c);
 }
 
-// A message that arrives damaged (one header byte changed on the way) fails its
-// connection with a protocol error that says what was wrong; the receive waiting for
-// it completes with that error instead of taking the bytes.
+// A message that arrives damaged (header bytes changed on the way) fails its connection
+// with a protocol error that says what was wrong; the receive waiting for it completes
+// with that error instead of taking the bytes. A short message that says it is
+// unnumbered (wire::kUnnumbered) is out of sequence on a fabric that does not keep the
+// order for the engine (only shared memory does).
 TEST_F(LoopbackFaults, CorruptMessagesFailTheConnectionAndSayWhy) {
   struct Case {
     bool sync;        // a synchronous send: the 32-byte header; else the 16-byte short one
     uint32_t offset;  // into the header (docs/wire-format.md)
     uint8_t xor_with;
     const char* says;
+    uint32_t len = 1;   // bytes changed
+    bool fill = false;  // set to xor_with instead
   };
   const Case cases[] = {
       {true, 16, 0x01, "length field says"},    // length
@@ -233,6 +237,7 @@ TEST_F(LoopbackFaults, CorruptMessagesFailTheConnectionAndSayWhy) {
       {true, 0, 0x10, "version 3"},             //
       {false, 0, 0x07, "unknown type 15"},      // type
       {false, 0, 0x09, "shorter than its 32"},  // a type with a long header, cut short
+      {false, 4, 0xff, "sequence", 4, true},    // wire::kUnnumbered
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.says);
@@ -245,6 +250,8 @@ TEST_F(LoopbackFaults, CorruptMessagesFailTheConnectionAndSayWhy) {
       if (r.rank == 0) {
         loopback::faults().corrupt_offset = c.offset;
         loopback::faults().corrupt_xor = c.xor_with;
+        loopback::faults().corrupt_len = c.len;
+        loopback::faults().corrupt_fill = c.fill;
         loopback::faults().corrupt_at_send = loopback::faults().sends_posted + 1;
         auto st = r.finish(isend(r, 1, 1, &v, sizeof v, 0, c.sync ? RDMX_SEND_SYNC : 0), 10000);
         // A synchronous send waits for the receiver, which breaks the connection instead.

@@ -153,17 +153,16 @@ std::vector<uint8_t> short_header(uint8_t ctrl_credits, uint16_t credits, uint32
 }
 
 // A short message of up to 16 bytes of payload takes one slot, without its sequence
-// number, and comes out as the engine sent it: header (the consumer's count in place of
-// the sequence number) and payload, each length from 0 to 16, credits and a negative
-// tag kept, two entries to a cache line.
+// number, and comes out as the engine sent it but unnumbered (wire::kUnnumbered): each
+// length from 0 to 16, credits and a negative tag kept, two entries to a cache line.
 TEST_F(ArrivalSlots, AShortMessageOfUpTo16BytesTakesOneSlotAndComesOutWhole) {
   static_assert(sizeof(ArrivalShort) * 2 == kCacheLine);
   for (uint32_t len = 0; len <= ArrivalShort::kPayloadMax; ++len) {
-    uint32_t seq = 0xfffffff0u + len;  // across the count's wrap
-    auto hdr = short_header(0, uint16_t(1000 + len), seq, 0xabcd0000u + len, -int32_t(len) - 5);
+    auto hdr =
+        short_header(0, uint16_t(1000 + len), 77 + len, 0xabcd0000u + len, -int32_t(len) - 5);
     std::vector<uint8_t> payload(len);
     for (uint32_t i = 0; i < len; ++i) payload[i] = uint8_t(len * 16 + i + 1);
-    ASSERT_TRUE(goes_short(hdr.data(), len, seq)) << len;
+    ASSERT_TRUE(goes_short(hdr.data(), len)) << len;
     ASSERT_FALSE(producer_.full(1));
     Arrival& a = producer_.next();
     write_short(reinterpret_cast<ArrivalShort&>(a), hdr.data(), payload.data(), len);
@@ -175,24 +174,25 @@ TEST_F(ArrivalSlots, AShortMessageOfUpTo16BytesTakesOneSlotAndComesOutWhole) {
     EXPECT_EQ(e.kind, Arrival::RecvShort);
     EXPECT_EQ(e.len, len);
     uint8_t msg[wire::kShortBytes + ArrivalShort::kPayloadMax];
-    ASSERT_EQ(read_short(e, seq, msg), wire::kShortBytes + len);
+    ASSERT_EQ(read_short(e, msg), wire::kShortBytes + len);
     consumer_.pop(1);
-    EXPECT_EQ(std::vector<uint8_t>(msg, msg + wire::kShortBytes), hdr) << len;
+    auto want = short_header(0, uint16_t(1000 + len), wire::kUnnumbered, 0xabcd0000u + len,
+                             -int32_t(len) - 5);
+    EXPECT_EQ(std::vector<uint8_t>(msg, msg + wire::kShortBytes), want) << len;
     EXPECT_EQ(std::vector<uint8_t>(msg + wire::kShortBytes, msg + wire::kShortBytes + len), payload)
         << len;
   }
 }
 
 // What does not go in one slot: more than 16 bytes of payload, control credits to
-// return, a sequence number other than the connection's count, another message type.
-TEST_F(ArrivalSlots, OnlyAShortMessageInSequenceWithoutControlCreditsGoesInOneSlot) {
-  EXPECT_TRUE(goes_short(short_header(0, 65535, 7, 1, 2).data(), 16, 7));
-  EXPECT_FALSE(goes_short(short_header(0, 0, 7, 1, 2).data(), 17, 7));
-  EXPECT_FALSE(goes_short(short_header(1, 0, 7, 1, 2).data(), 8, 7));
-  EXPECT_FALSE(goes_short(short_header(0, 0, 7, 1, 2).data(), 8, 6));
-  EXPECT_FALSE(goes_short(short_header(0, 0, 7, 1, 2).data(), 8, 8));
-  EXPECT_FALSE(goes_short(short_header(0, 0, 7, 1, 2, wire::Type::Eager).data(), 8, 7));
-  EXPECT_FALSE(goes_short(short_header(0, 0, 7, 1, 2, wire::Type::Credit).data(), 0, 7));
+// return, another message type.
+TEST_F(ArrivalSlots, OnlyAShortMessageWithoutControlCreditsGoesInOneSlot) {
+  EXPECT_TRUE(goes_short(short_header(0, 65535, 7, 1, 2).data(), 16));
+  EXPECT_TRUE(goes_short(short_header(0, 0, 7, 1, 2).data(), 0));
+  EXPECT_FALSE(goes_short(short_header(0, 0, 7, 1, 2).data(), 17));
+  EXPECT_FALSE(goes_short(short_header(1, 0, 7, 1, 2).data(), 8));
+  EXPECT_FALSE(goes_short(short_header(0, 0, 7, 1, 2, wire::Type::Eager).data(), 8));
+  EXPECT_FALSE(goes_short(short_header(0, 0, 7, 1, 2, wire::Type::Credit).data(), 0));
 }
 
 }  // namespace

@@ -278,8 +278,9 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_
     }
   };
   auto corrupt = [&](uint8_t* dst) {
-    if (nth == f.corrupt_at_send.load(std::memory_order_relaxed) && f.corrupt_offset < total)
-      dst[f.corrupt_offset] ^= f.corrupt_xor;
+    if (nth != f.corrupt_at_send.load(std::memory_order_relaxed)) return;
+    for (uint64_t i = f.corrupt_offset; i < total && i < f.corrupt_offset + f.corrupt_len; ++i)
+      dst[i] = f.corrupt_fill ? f.corrupt_xor.load() : uint8_t(dst[i] ^ f.corrupt_xor);
   };
   if (nth == f.error_at_send.load(std::memory_order_relaxed)) {
     fail = fabric::Failure::RetryExceeded;

@@ -14,6 +14,8 @@ struct Faults {
   std::atomic<int64_t> corrupt_at_send{-1};   // the Nth SEND arrives with a byte changed:
   std::atomic<uint32_t> corrupt_offset{0};    //   this one,
   std::atomic<uint8_t> corrupt_xor{0};        //   xor this
+  std::atomic<uint32_t> corrupt_len{1};       //   into this many bytes from it,
+  std::atomic<bool> corrupt_fill{false};      //   or set them to it
   std::atomic<int64_t> reads_posted{0};
   std::atomic<int64_t> sends_posted{0};
   std::atomic<uint64_t> max_reads_in_flight{0};  // high-water mark on any connection

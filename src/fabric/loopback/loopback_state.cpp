@@ -23,6 +23,8 @@ void reset_faults() {
   f.corrupt_at_send = -1;
   f.corrupt_offset = 0;
   f.corrupt_xor = 0;
+  f.corrupt_len = 1;
+  f.corrupt_fill = false;
   f.reads_posted = 0;
   f.sends_posted = 0;
   f.max_reads_in_flight = 0;

@@ -19,19 +19,17 @@ namespace rdmx::shm {
 // number: its first word with the entry's kind and payload length in place of the
 // message type and control credits (which must be Short and 0), then context and tag.
 // The header's words are handled whole; rdmx runs between same-endian hosts.
-inline constexpr uint32_t kShortVt = wire::Header::make_vt(wire::Type::Short);
+inline constexpr uint16_t kShortVt = wire::Header::make_vt(wire::Type::Short);
 static_assert(offsetof(ArrivalShort, kind) == 4 && offsetof(ArrivalShort, credits) == 6 &&
               offsetof(ArrivalShort, context_id) == 8 && offsetof(wire::Header, credits) == 2 &&
               offsetof(wire::Header, seq) == 4 && offsetof(wire::Header, context_id) == 8);
 
 // Whether a message of the engine's short header hdr (wire::kShortBytes) and len bytes
-// of payload goes as a RecvShort entry, being the connection's seq-th message: type
-// Short, no control credits, that sequence number, one compare.
-[[gnu::always_inline]] inline bool goes_short(const void* hdr, uint64_t len, uint32_t seq) {
-  uint64_t w;
-  __builtin_memcpy(&w, hdr, 8);
-  return len <= ArrivalShort::kPayloadMax &&
-         (w & 0xffffffff0000ffffull) == (uint64_t(seq) << 32 | kShortVt);
+// of payload goes as a RecvShort entry: type Short and no control credits, one compare.
+[[gnu::always_inline]] inline bool goes_short(const void* hdr, uint64_t len) {
+  uint16_t w;
+  __builtin_memcpy(&w, hdr, 2);
+  return len <= ArrivalShort::kPayloadMax && w == kShortVt;
 }
 
 // Fills a RecvShort entry (but its seq) from such a header and its payload.
@@ -45,17 +43,16 @@ static_assert(offsetof(ArrivalShort, kind) == 4 && offsetof(ArrivalShort, credit
   copy_upto16(e.payload, payload, len);
 }
 
-// The message of a RecvShort entry (still in the queue, its length checked), the
-// connection's seq-th: the short header and the payload slot into msg
-// (wire::kShortBytes + kPayloadMax bytes). Returns the message's length.
-[[gnu::always_inline]] inline uint32_t read_short(const ArrivalShort& e, uint32_t seq,
-                                                  uint8_t* msg) {
+// The message of a RecvShort entry (still in the queue, its length checked): the short
+// header, its sequence number wire::kUnnumbered (the queue keeps the order), and the
+// payload slot into msg (wire::kShortBytes + kPayloadMax bytes). Returns the message's
+// length.
+[[gnu::always_inline]] inline uint32_t read_short(const ArrivalShort& e, uint8_t* msg) {
   uint32_t w;
   __builtin_memcpy(&w, &e.kind, 4);
   uint32_t len = (w >> 8) & 0xff;
-  w = (w & 0xffff0000u) | kShortVt;
-  __builtin_memcpy(msg, &w, 4);
-  __builtin_memcpy(msg + 4, &seq, 4);
+  uint64_t lo = uint64_t(wire::kUnnumbered) << 32 | (w & 0xffff0000u) | kShortVt;
+  __builtin_memcpy(msg, &lo, 8);
   __builtin_memcpy(msg + 8, &e.context_id, 8);
   __builtin_memcpy(msg + wire::kShortBytes, e.payload, ArrivalShort::kPayloadMax);
   return wire::kShortBytes + len;

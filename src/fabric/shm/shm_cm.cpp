@@ -101,6 +101,7 @@ int Fabric::accept(Conn* c, ConnRequest* req, const void* pdata, size_t plen, st
   c->attrs.max_sge = 8;
   c->attrs.max_send_wr = 1u << 20;
   c->attrs.rnr_retry = 0;
+  c->attrs.unnumbered_shorts = true;
   bind_queues(c);
   CmEvent e;
   e.kind = CmEvent::Established;
@@ -240,6 +241,7 @@ void Fabric::on_conn_readable(Conn* c, uint32_t epoll_events) {
     c->attrs.responder_resources = f.rd_atomic;
     c->attrs.max_inline = 1u << 30;
     c->attrs.max_sge = 8;
+    c->attrs.unnumbered_shorts = true;
     c->attrs.max_send_wr = 1u << 20;
     c->attrs.rnr_retry = 0;
     bind_queues(c);

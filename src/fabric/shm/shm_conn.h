@@ -91,11 +91,7 @@ struct Conn : Watch {
   SeqConsumer<PostedRecv> peer_posted;  // from out
   SeqProducer<Arrival> peer_arrivals;   // into out
   Producer<ReadRequest> peer_reads;     // into out
-  // Messages written to the peer's arrivals and taken from this side's: the sequence
-  // numbers RecvShort entries leave out (shm_layout.h).
-  uint32_t sent_msgs = 0;
-  uint32_t taken_msgs = 0;
-  std::vector<PostedBuf> tokens;  // posted buffers by the token the peer echoes
+  std::vector<PostedBuf> tokens;        // posted buffers by the token the peer echoes
   std::vector<uint32_t> free_tokens;
 
   // Copy reads: slots of this side's staging area, and the reads using them.

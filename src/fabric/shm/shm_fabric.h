@@ -215,8 +215,7 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
   for (int i = 0; i < n; ++i) total += sge[i].len;
   bool small = total <= Arrival::kInlineMax;
   // The engine's short message (a short header and its payload), compacted to one slot.
-  bool one_short = n == 2 && sge[0].len == wire::kShortBytes &&
-                   goes_short(sge[0].addr, sge[1].len, c->sent_msgs);
+  bool one_short = n == 2 && sge[0].len == wire::kShortBytes && goes_short(sge[0].addr, sge[1].len);
   uint32_t slots = one_short ? 1 : small ? Arrival::slots(uint32_t(total)) : Arrival::kRecvSlots;
   // An entry of several slots starts a cache line: a pad fills the slot before it if
   // need be.
@@ -272,7 +271,6 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
     }
   }
   c->peer_arrivals.commit(a, slots);
-  ++c->sent_msgs;
   wake_peer(c);
   if (flags & fabric::kSendSignaled)
     complete(Completion::SendDone, fabric::Failure::Other, wr, c->user);
@@ -328,10 +326,10 @@ int Fabric::progress(Sink& sink) {
       uint32_t len = a->inline_len;
       if (const auto* e = reinterpret_cast<const ArrivalShort*>(a);
           e->kind == Arrival::RecvShort && e->len <= ArrivalShort::kPayloadMax) [[likely]] {
-        // Made the engine's message again, with the sequence number it left out, and
+        // Made the engine's message again (unnumbered: the queue keeps the order), and
         // copied out before the entry goes back to the peer, which may then write it.
         alignas(8) uint8_t msg[wire::kShortBytes + ArrivalShort::kPayloadMax];
-        uint32_t mlen = read_short(*e, c->taken_msgs++, msg);
+        uint32_t mlen = read_short(*e, msg);
         c->arrivals.pop();
         sink.on_recv_unbuffered(c->user, hide_bounds(msg), mlen);
       } else if (a->kind == Arrival::RecvInline && len <= Arrival::kFirstBytes) {
@@ -340,7 +338,6 @@ int Fabric::progress(Sink& sink) {
         alignas(8) uint8_t msg[Arrival::kFirstBytes];
         __builtin_memcpy(msg, a->data, sizeof msg);
         c->arrivals.pop();
-        ++c->taken_msgs;
         sink.on_recv_unbuffered(c->user, hide_bounds(msg), len);
       } else if (a->kind == Arrival::RecvInline && len <= Arrival::kInlineMax) {
         // Several slots, the same way, each whole.
@@ -349,7 +346,6 @@ int Fabric::progress(Sink& sink) {
         __builtin_memcpy(msg, a->data, Arrival::kFirstBytes);
         read_rest(c->arrivals, msg + Arrival::kFirstBytes, slots);
         c->arrivals.pop(slots);
-        ++c->taken_msgs;
         sink.on_recv_unbuffered(c->user, hide_bounds(msg), len);
       } else if (uint32_t t = a->buf.token, blen = a->buf.len;
                  a->kind == Arrival::Recv && t < c->tokens.size() && c->tokens[t].live &&
@@ -358,7 +354,6 @@ int Fabric::progress(Sink& sink) {
         c->arrivals.pop(Arrival::kRecvSlots);
         b.live = false;
         c->free_tokens.push_back(t);
-        ++c->taken_msgs;
         sink.on_recv(c->user, b.wr, blen);
       } else {
         take_other(c, a);

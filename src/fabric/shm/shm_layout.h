@@ -92,11 +92,11 @@ static_assert(sizeof(Arrival) == 32);
 static_assert(Arrival::kInlineMax == fabric::kUnbufferedMax,
               "fabric::kUnbufferedMax names this size");
 
-// A RecvShort entry: an engine message of type Short without control credits, whose
-// sequence number is the count of messages the connection carried before it (the
-// producer writes this kind only when the header says so; the consumer counts). What
-// the engine's 16-byte short header leaves then (type, credits, context and tag) fits
-// beside the entry's own fields in 16 bytes, and the payload in the other 16.
+// A RecvShort entry: an engine message of type Short without control credits. Its
+// sequence number is left out (the receiver hands it over as wire::kUnnumbered: the
+// queue keeps the order), and what the engine's 16-byte short header leaves then
+// (type, credits, context and tag) fits beside the entry's own fields in 16 bytes, and
+// the payload in the other 16.
 struct alignas(32) ArrivalShort {
   static constexpr uint32_t kPayloadMax = 16;
   std::atomic<uint32_t> seq;  // as Arrival::seq
