@@ -2,13 +2,12 @@
 //
 // A SEND is one copy from the sender's buffers into a receive buffer the peer posted in
 // its inbound segment (shm_layout.h), then an entry in the peer's arrivals queue; a
-// message of up to 164 bytes rides in the entry itself and takes no buffer (one of up
-// to 16 bytes of payload in half a cache line). No system
-// call on the way. A READ is a cross-memory read of the peer's buffer
-// (process_vm_readv) where the kernel allows it, else a pipelined copy through the
-// segments' staging areas that the peer's progress serves. Connections are made over
-// an abstract Unix socket that also passes each side's segment (shm_socket.h) and
-// whose end tells that the peer went away.
+// message of up to 164 bytes rides in the entry itself and takes no buffer (a short one
+// of up to 16 bytes of payload in half a cache line). No system call on the way. A READ
+// is a cross-memory read of the peer's buffer (process_vm_readv) where the kernel
+// allows it, else a pipelined copy through the segments' staging areas that the peer's
+// progress serves. Connections are made over an abstract Unix socket that also passes
+// each side's segment (shm_socket.h) and whose end tells that the peer went away.
 #pragma once
 
 #include <cstdint>

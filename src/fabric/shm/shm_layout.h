@@ -46,16 +46,16 @@ struct PostedRecv {
 static_assert(sizeof(PostedRecv) == 16);
 
 // Arrivals come in 32-byte slots, two to a cache line, and the consumer polls the entry
-// itself (seq says it is written). RecvShort is the engine's short message of up to
-// 16 bytes of payload in one slot, its header compacted (ArrivalShort), so that two such
+// itself (seq says it is written). RecvShort is the engine's short message of up to 16
+// bytes of payload in one slot, its header compacted (ArrivalShort), so that two such
 // messages share a line. RecvInline carries any other message whole and takes no
 // posted buffer: up to kFirstBytes (a short engine header and 8 bytes of payload) in
 // one slot; up to kInlineMax in kMaxSlots, each slot after the first an ArrivalMore
-// (shm_arrival.h writes and reads both kinds). Recv names
-// the buffer it filled and takes two slots, a line of its own: two of them in one line
-// cost more than they save, as the receiver reads the line while the sender writes its
-// other half. An entry of more than one slot starts a line (a Pad entry fills the slot
-// before it if need be). ReadPiece* names the staging slot.
+// (shm_arrival.h writes and reads both kinds). Recv names the buffer it filled and
+// takes two slots, a line of its own: two of them in one line cost more than they
+// save, as the receiver reads the line while the sender writes its other half. An
+// entry of more than one slot starts a line (a Pad entry fills the slot before it if
+// need be). ReadPiece* names the staging slot.
 struct alignas(32) Arrival {
   enum Kind : uint8_t {
     Recv = 1,
