@@ -103,11 +103,11 @@ TEST_P(EngineTest, TheFabricChoosesTheCreditWindow) {
 
 // Messages either side of the sizes that ride in a shared-memory queue entry (one slot:
 // 16 bytes of payload, or 8 with control credits to return; six: 148, 124 for a
-// synchronous send, which has the long header),
-// interleaved with larger ones on one tag, some received as they come and the rest
-// found unexpected, with 4 credits: each arrives whole and in order. Where the path
-// carries small messages without a receive buffer, every small one went that way, and
-// the credits they took came back all the same.
+// synchronous send, which has the long header), interleaved with larger ones on one
+// tag, some received as they come and the rest found unexpected, with 4 credits: each
+// arrives whole and in order. Where the path carries small messages without a receive
+// buffer, every small one went that way, and the credits they took came back all the
+// same.
 TEST_P(EngineTest, MessagesEitherSideOfTheInlineSizeKeepTheirOrder) {
   // Through shared memory a short message of up to 16 bytes of payload takes one slot;
   // otherwise a message's bytes (a 16-byte short header, or the 32-byte header and an
@@ -115,30 +115,12 @@ TEST_P(EngineTest, MessagesEitherSideOfTheInlineSizeKeepTheirOrder) {
   // each after it: the sizes on either side of each slot's end, and of the largest
   // message carried without a buffer (fabric::kUnbufferedMax).
   constexpr uint64_t kShortMax = fabric::kUnbufferedMax - 16, kSyncMax = kShortMax - 24;
-  static const std::vector<uint64_t> kSizes = {0,
-                                               1,
-                                               8,
-                                               9,
-                                               12,
-                                               13,
-                                               16,
-                                               17,
-                                               24,
-                                               25,
-                                               36,
-                                               37,
-                                               64,
-                                               65,
-                                               92,
-                                               93,
-                                               100,
-                                               120,
-                                               121,
-                                               kSyncMax,
-                                               kSyncMax + 1,
-                                               kShortMax,
-                                               kShortMax + 1,
-                                               3000};
+  // clang-format off
+  static const std::vector<uint64_t> kSizes = {
+      0,  1,  8,  9,  12,  13,  16,  17,  24,  25,  36,  37,
+      64, 65, 92, 93, 100, 120, 121, kSyncMax, kSyncMax + 1, kShortMax, kShortMax + 1,
+      3000};
+  // clang-format on
   constexpr int kN = 250;
   constexpr uint64_t kMax = 3000;
   auto size_of = [](int i) { return kSizes[size_t(i) % kSizes.size()]; };

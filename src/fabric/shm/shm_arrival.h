@@ -20,9 +20,8 @@ namespace rdmx::shm {
 // message type and control credits (which must be Short and 0), then context and tag.
 // The header's words are handled whole; rdmx runs between same-endian hosts.
 inline constexpr uint16_t kShortVt = wire::Header::make_vt(wire::Type::Short);
-static_assert(offsetof(ArrivalShort, kind) == 4 && offsetof(ArrivalShort, credits) == 6 &&
-              offsetof(ArrivalShort, context_id) == 8 && offsetof(wire::Header, credits) == 2 &&
-              offsetof(wire::Header, seq) == 4 && offsetof(wire::Header, context_id) == 8);
+static_assert(offsetof(wire::Header, credits) == 2 && offsetof(wire::Header, seq) == 4 &&
+              offsetof(wire::Header, context_id) == 8);
 
 // Whether a message of the engine's short header hdr (wire::kShortBytes) and len bytes
 // of payload goes as a RecvShort entry: type Short and no control credits, one compare.

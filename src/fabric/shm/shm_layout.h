@@ -108,7 +108,8 @@ struct alignas(32) ArrivalShort {
   uint8_t payload[kPayloadMax];
 };
 static_assert(sizeof(ArrivalShort) == sizeof(Arrival) &&
-              offsetof(ArrivalShort, kind) == offsetof(Arrival, kind));
+              offsetof(ArrivalShort, kind) == offsetof(Arrival, kind) &&
+              offsetof(ArrivalShort, credits) == 6 && offsetof(ArrivalShort, context_id) == 8);
 
 // A slot of an entry after its first. Its first word is where a first slot's seq would
 // be: nothing but a sequence number or a mark is ever written there. A RecvInline entry
