@@ -88,7 +88,7 @@ bool latency(const RankEnv& env, const Step& s, uint8_t* buf, std::vector<double
   uint8_t* in = buf + s.size;
   for (int i = -s.warmup; i < s.iters; ++i) {
     auto t0 = Clock::now();
-    if (env.rank == 0) {
+    if (env.role == 0) {
       if (!b.recv(in, s.size, kTagData) || !b.send(buf, s.size, kTagData) || !b.wait())
         return false;
       if (i >= 0) out.push_back(us_since(t0) / 2);
@@ -100,23 +100,23 @@ bool latency(const RankEnv& env, const Step& s, uint8_t* buf, std::vector<double
   return true;
 }
 
-// A window of sends from rank 0 (and from rank 1 too when both), each window closed by
-// a zero-byte acknowledgement from rank 1.
+// A window of sends from role 0 (and from role 1 too when both), each window closed by
+// a zero-byte acknowledgement from role 1.
 bool windows(const RankEnv& env, const Step& s, bool both, uint8_t* buf, std::vector<double>& out,
              std::string& error) {
   Batch b(env, s.timeout_ms, error);
   uint8_t* in = buf + s.size;
-  bool sender = env.rank == 0 || both, receiver = env.rank == 1 || both;
+  bool sender = env.role == 0 || both, receiver = env.role == 1 || both;
   for (int i = -s.warmup; i < s.iters; ++i) {
     auto t0 = Clock::now();
-    if (env.rank == 0 && !b.recv(nullptr, 0, kTagAck)) return false;
+    if (env.role == 0 && !b.recv(nullptr, 0, kTagAck)) return false;
     for (int w = 0; receiver && w < s.window; ++w)
       if (!b.recv(in, s.size, kTagData)) return false;
     for (int w = 0; sender && w < s.window; ++w)
       if (!b.send(buf, s.size, kTagData)) return false;
     if (!b.wait()) return false;
-    if (env.rank == 1 && (!b.send(nullptr, 0, kTagAck) || !b.wait())) return false;
-    if (env.rank == 0 && i >= 0) out.push_back(us_since(t0));
+    if (env.role == 1 && (!b.send(nullptr, 0, kTagAck) || !b.wait())) return false;
+    if (env.role == 0 && i >= 0) out.push_back(us_since(t0));
   }
   return true;
 }

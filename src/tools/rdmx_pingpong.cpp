@@ -2,9 +2,10 @@
 // bandwidth table (means; rdmx_perf has percentiles, more tests and CSV). Without
 // RDMX_RANK both ranks run in this process (one thread each, each with its own context
 // and endpoint), so it needs no launcher; with RDMX_RANK set (rdmx_launch -n 2 --
-// rdmx_pingpong) it is one rank of a two-process job started by the standalone
-// bootstrap. The fabric is RDMX_FABRIC's or --fabric's choice, and the data really
-// crosses it.
+// rdmx_pingpong) or under a PMIx launcher (mpirun, srun --mpi=pmix) it is one rank of a
+// job started by rdmx_init_bootstrap, and a job of more ranks runs in pairs (0 with 1,
+// 2 with 3, ...; rank 0 prints its pair's table). The fabric is RDMX_FABRIC's or
+// --fabric's choice, and the data really crosses it.
 #include <cstdio>
 #include <cstdlib>
 #include <string>

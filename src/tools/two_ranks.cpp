@@ -45,7 +45,7 @@ struct InProcess {
                      rdmx_last_error(c));
         failed = true;
       } else {
-        if (!body(RankEnv{c, rank, 1 - rank, &failed, true})) failed = true;
+        if (!body(RankEnv{c, rank, 1 - rank, rank, 1, "", &failed, true})) failed = true;
       }
     }
     ready.fetch_add(1);
@@ -65,7 +65,7 @@ bool in_process(const char* tool, const std::string& fabric,
 
 // This process's rank of a job started by rdmx_launch (or anything that sets
 // RDMX_RANK, RDMX_SIZE and RDMX_BOOTSTRAP) or by a PMIx launcher (mpirun, srun).
-bool bootstrapped(const char* tool, const std::string& fabric,
+bool bootstrapped(const char* tool, const std::string& fabric, const char* launch,
                   const std::function<bool(const RankEnv&)>& body) {
   if (!fabric.empty()) ::setenv("RDMX_FABRIC", fabric.c_str(), 1);
   rdmx_context_t* c = nullptr;
@@ -74,13 +74,17 @@ bool bootstrapped(const char* tool, const std::string& fabric,
     return false;
   }
   int rank = rdmx_context_rank(c), size = rdmx_context_size(c);
-  if (size != 2) {
-    if (rank == 0) std::fprintf(stderr, "%s: needs exactly 2 ranks, the job has %d\n", tool, size);
+  if (size < 2 || size % 2) {
+    if (rank == 0)
+      std::fprintf(stderr,
+                   "%s: needs an even number of ranks, run in pairs (0 with 1, 2 with 3, ...); "
+                   "the job has %d\n",
+                   tool, size);
     rdmx_finalize(c);
     return false;
   }
   std::atomic<bool> failed{false};
-  bool ok = body(RankEnv{c, rank, 1 - rank, &failed, false}) && !failed;
+  bool ok = body(RankEnv{c, rank, rank ^ 1, rank & 1, size / 2, launch, &failed, false}) && !failed;
   rdmx_finalize(c);
   return ok;
 }
@@ -89,9 +93,14 @@ bool bootstrapped(const char* tool, const std::string& fabric,
 
 bool run_two_ranks(const char* tool, const std::string& fabric,
                    const std::function<bool(const RankEnv&)>& body) {
-  bool launched =
-      std::getenv("RDMX_RANK") || (std::getenv("PMIX_NAMESPACE") && std::getenv("PMIX_RANK"));
-  if (launched) return bootstrapped(tool, fabric, body);
+  bool pmix_launched = std::getenv("PMIX_NAMESPACE") && std::getenv("PMIX_RANK");
+  if (std::getenv("RDMX_RANK") || pmix_launched) {
+    // rdmx_init_bootstrap's choice (RDMX_BOOTSTRAP_METHOD), for the table's heading.
+    const char* m = std::getenv("RDMX_BOOTSTRAP_METHOD");
+    std::string method = m && *m ? m : "auto";
+    bool pmix = method == "pmix" || (method == "auto" && pmix_launched);
+    return bootstrapped(tool, fabric, pmix ? "PMIx bootstrap" : "standalone bootstrap", body);
+  }
   return in_process(tool, fabric, body);
 }
 
@@ -102,8 +111,12 @@ std::string fabric_path(const RankEnv& env) {
 }
 
 std::string describe(const RankEnv& env) {
-  return fabric_path(env) + (env.threads ? " (both ranks in one process, a thread each)"
-                                         : " (one rank per process, standalone bootstrap)");
+  if (env.threads) return fabric_path(env) + " (both ranks in one process, a thread each)";
+  std::string how = fabric_path(env) + " (one rank per process, " + env.launch;
+  if (env.pairs > 1)
+    how += "; ranks " + std::to_string(env.rank) + " and " + std::to_string(env.peer) + " of " +
+           std::to_string(env.pairs) + " pairs running at once";
+  return how + ")";
 }
 
 }  // namespace rdmx::tools

@@ -271,6 +271,31 @@ TEST(Bootstrap, LaunchRunsPingpongOneRankPerProcess) {
   EXPECT_NE(r.output.find("       65536 "), std::string::npos) << r.output;
 }
 
+TEST(Bootstrap, LaunchRunsPingpongInPairs) {
+  std::string no_ofi = rdmx::test::backend_unavailable("ofi-tcp");
+  std::string no_verbs = rdmx::test::backend_unavailable("verbs");
+  if (!no_ofi.empty() && !no_verbs.empty())
+    GTEST_SKIP() << "SKIPPED: no multi-process fabric: ofi: " << no_ofi << "; verbs: " << no_verbs;
+  Child r = run_program({tool("rdmx_launch"), "-n", "4", "--", tool("rdmx_pingpong"), "--max-size",
+                         "4096", "--iters", "20"},
+                        {}, 120);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("ranks 0 and 1 of 2 pairs running at once"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("        4096 "), std::string::npos) << r.output;
+}
+
+TEST(Bootstrap, PingpongRefusesAnOddNumberOfRanks) {
+  Child r = run_program({tool("rdmx_launch"), "-n", "3", "--timeout-ms", "20000", "--",
+                         tool("rdmx_pingpong"), "--max-size", "8", "--iters", "2"},
+                        {}, 60);
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("rdmx_pingpong: needs an even number of ranks, run in pairs (0 with 1, "
+                          "2 with 3, ...); the job has 3"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(Bootstrap, PingpongRankZeroAloneTimesOutNamingTheMissingRank) {
   std::string where = "RDMX_BOOTSTRAP=127.0.0.1:" + std::to_string(free_port());
   Child r =
