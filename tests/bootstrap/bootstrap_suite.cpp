@@ -255,12 +255,17 @@ TEST(Bootstrap, InitBootstrapOfOneRankAddsItself) {
   rdmx_finalize(c);
 }
 
-TEST(Bootstrap, LaunchRunsPingpongOneRankPerProcess) {
-  // One rank per process needs a fabric that crosses processes.
+// One rank per process needs a fabric that crosses processes: why there is none, or "".
+std::string no_multi_process_fabric() {
   std::string no_ofi = rdmx::test::backend_unavailable("ofi-tcp");
   std::string no_verbs = rdmx::test::backend_unavailable("verbs");
-  if (!no_ofi.empty() && !no_verbs.empty())
-    GTEST_SKIP() << "SKIPPED: no multi-process fabric: ofi: " << no_ofi << "; verbs: " << no_verbs;
+  if (no_ofi.empty() || no_verbs.empty()) return "";
+  return "no multi-process fabric: ofi: " + no_ofi + "; verbs: " + no_verbs;
+}
+
+TEST(Bootstrap, LaunchRunsPingpongOneRankPerProcess) {
+  std::string why = no_multi_process_fabric();
+  if (!why.empty()) GTEST_SKIP() << "SKIPPED: " << why;
   Child r = run_program({tool("rdmx_launch"), "-n", "2", "--", tool("rdmx_pingpong"), "--max-size",
                          "65536", "--iters", "20"},
                         {}, 120);
@@ -272,10 +277,8 @@ TEST(Bootstrap, LaunchRunsPingpongOneRankPerProcess) {
 }
 
 TEST(Bootstrap, LaunchRunsPingpongInPairs) {
-  std::string no_ofi = rdmx::test::backend_unavailable("ofi-tcp");
-  std::string no_verbs = rdmx::test::backend_unavailable("verbs");
-  if (!no_ofi.empty() && !no_verbs.empty())
-    GTEST_SKIP() << "SKIPPED: no multi-process fabric: ofi: " << no_ofi << "; verbs: " << no_verbs;
+  std::string why = no_multi_process_fabric();
+  if (!why.empty()) GTEST_SKIP() << "SKIPPED: " << why;
   Child r = run_program({tool("rdmx_launch"), "-n", "4", "--", tool("rdmx_pingpong"), "--max-size",
                          "4096", "--iters", "20"},
                         {}, 120);
