@@ -73,13 +73,14 @@ static inline mca_mtl_base_module_t* mtl_rdmx_component_init(bool enable_progres
 /* The error a request gets when its peer's process is gone. With ULFM compiled in and
  * enabled for the job (mpirun --with-ft ulfm, which sets mpi_ft_enable), that is
  * MPI_ERR_PROC_FAILED, as the fault-tolerance chapter asks; otherwise the runtime ends
- * the job when a process dies, and a request that sees the loss first reports the peer
- * as unreachable. */
-static inline int mtl_rdmx_peer_lost_error(void) {
+ * the job when a process dies, and a request that sees the loss first gets own_code,
+ * the component's code for it (class MPI_ERR_OTHER), or if there is none the peer is
+ * reported unreachable. */
+static inline int mtl_rdmx_peer_lost_error(int own_code) {
 #if OPAL_ENABLE_FT_MPI
   if (ompi_ftmpi_enabled) return MPI_ERR_PROC_FAILED;
 #endif
-  return OMPI_ERR_UNREACH;
+  return own_code > 0 ? own_code : OMPI_ERR_UNREACH;
 }
 
 END_C_DECLS

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "mtl_rdmx.h"
+#include "ompi/errhandler/errcode.h"
 #include "ompi/group/group.h"
 #include "ompi/proc/proc.h"
 #include "opal/runtime/opal_progress.h"
@@ -41,7 +42,8 @@ mtl_rdmx_module_t ompi_mtl_rdmx = {
 
 /* The one place where an rdmx status becomes an Open MPI error. Cancellation is not an
  * error (the status says _cancelled); truncation is MPI_ERR_TRUNCATE; a lost peer is
- * MPI_ERR_PROC_FAILED under ULFM (mtl_rdmx_peer_lost_error, mtl_rdmx_compat.h). */
+ * MPI_ERR_PROC_FAILED under ULFM, else the component's own code in MPI_ERR_OTHER
+ * (mtl_rdmx_peer_lost_error, mtl_rdmx_compat.h). */
 int mtl_rdmx_error(int rdmx_status) {
   switch (rdmx_status) {
     case RDMX_OK:
@@ -51,7 +53,7 @@ int mtl_rdmx_error(int rdmx_status) {
     case RDMX_ERR_NO_DEVICE: return OMPI_ERR_NOT_AVAILABLE;
     case RDMX_ERR_UNREACHABLE:
     case RDMX_ERR_REJECTED: return OMPI_ERR_UNREACH;
-    case RDMX_ERR_PEER_LOST: return mtl_rdmx_peer_lost_error();
+    case RDMX_ERR_PEER_LOST: return mtl_rdmx_peer_lost_error(ompi_mtl_rdmx.peer_lost_code);
     case RDMX_ERR_TRUNCATED: return MPI_ERR_TRUNCATE;
     case RDMX_ERR_TIMEOUT: return OMPI_ERR_TIMEOUT;
     case RDMX_ERR_AGAIN: return OMPI_ERR_TEMP_OUT_OF_RESOURCE;
@@ -165,9 +167,29 @@ int mtl_rdmx_add_peer(int32_t world_rank) {
   return mtl_rdmx_error(rc);
 }
 
+/* Without ULFM, MPI has no class for a process that is gone. MPI_ERR_OTHER ("known error
+ * not in this list") is the nearest: MPI_ERR_INTERN, where Open MPI files an unreachable
+ * peer, would report a fault of the MPI library itself. A code of that class carries its
+ * own text, which MPI_Error_string gives. Made at the first add_procs: Open MPI 4.1 sets
+ * up its error codes after it has selected the MTL. */
+static void mtl_rdmx_make_peer_lost_code(void) {
+  static const char text[] =
+      "MPI_ERR_OTHER: a peer process was lost (it exited, or its "
+      "connection failed); the rdmx log line names the rank and why";
+  if (0 != ompi_mtl_rdmx.peer_lost_code) return;
+  int code = ompi_mpi_errcode_add(MPI_ERR_OTHER);
+  if (code <= 0) {
+    ompi_mtl_rdmx.peer_lost_code = -1; /* OMPI_ERR_UNREACH, MPI_ERR_INTERN, then */
+    return;
+  }
+  ompi_mpi_errnum_add_string(code, text, (int)sizeof text);
+  ompi_mtl_rdmx.peer_lost_code = code;
+}
+
 int mtl_rdmx_add_procs(struct mca_mtl_base_module_t* mtl, size_t nprocs,
                        struct ompi_proc_t** procs) {
   (void)mtl;
+  mtl_rdmx_make_peer_lost_code();
   /* The secret now, whoever the procs are. MPI_Init adds only the ranks on this node
    * (and this rank, which needs no address): a rank alone on its node would otherwise
    * take the secret at its first send, and turn away every connection until then (a

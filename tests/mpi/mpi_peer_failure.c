@@ -3,7 +3,10 @@
  * hang. With --proc-failed (run under ULFM: mpirun --with-ft ulfm) the error must be
  * MPI_ERR_PROC_FAILED, and rank 0 prints "rank 0: peer failure reported as
  * MPI_ERR_PROC_FAILED" and finishes. Without ULFM the runtime ends the whole job once it
- * sees rank 1 die ("exited on signal 9"), whatever rank 0 is doing. */
+ * sees rank 1 die ("exited on signal 9"), whatever rank 0 is doing; with --other (run
+ * where the runtime lets the job go on: Open MPI 4.1's orte_enable_recovery) the error
+ * must be of class MPI_ERR_OTHER with the component's text, and rank 0 prints "rank 0:
+ * peer failure reported as MPI_ERR_OTHER". */
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,6 +24,14 @@ static int error_class(int rc) {
   return cls;
 }
 
+/* Whether MPI_Error_string of rc contains text. */
+static int says(int rc, const char* text) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  return NULL != strstr(msg, text);
+}
+
 static void report(const char* call, int rc) {
   char msg[MPI_MAX_ERROR_STRING];
   int len = 0;
@@ -33,6 +44,7 @@ static void report(const char* call, int rc) {
 int main(int argc, char** argv) {
   int rank, nprocs;
   int want_proc_failed = argc > 1 && 0 == strcmp(argv[1], "--proc-failed");
+  int want_other = argc > 1 && 0 == strcmp(argv[1], "--other");
   CHECK_MPI(MPI_Init(&argc, &argv));
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
@@ -68,6 +80,11 @@ int main(int argc, char** argv) {
     printf("rank 0: this MPI has no MPI_ERR_PROC_FAILED\n");
     ok = 0;
 #endif
+  }
+  if (want_other) {
+    ok = ok && error_class(rc_recv) == MPI_ERR_OTHER && error_class(rc_send) == MPI_ERR_OTHER &&
+         says(rc_recv, "a peer process was lost") && says(rc_send, "a peer process was lost");
+    if (ok) printf("rank 0: peer failure reported as MPI_ERR_OTHER\n");
   }
   if (!ok) printf("rank 0: FAILED: the dead peer was not reported as expected\n");
   fflush(stdout);
