@@ -55,6 +55,7 @@ typedef struct mtl_rdmx_module {
   mtl_rdmx_request_t* done_tail;
   int output;             /* opal_output stream, verbosity mtl_rdmx_verbose */
   int peer_lost_code;     /* MPI error code of a lost peer (class MPI_ERR_OTHER); 0: not made */
+  int unreachable_code;   /* ... of a peer that cannot be reached */
   uint64_t idle_since_ns; /* progress found nothing since then (0: it found something) */
   bool sleep_when_idle;   /* RDMX_IDLE=sleep */
   bool secret_from_modex; /* the job secret is rank 0's, read from the modex */

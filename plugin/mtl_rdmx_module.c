@@ -42,8 +42,9 @@ mtl_rdmx_module_t ompi_mtl_rdmx = {
 
 /* The one place where an rdmx status becomes an Open MPI error. Cancellation is not an
  * error (the status says _cancelled); truncation is MPI_ERR_TRUNCATE; a lost peer is
- * MPI_ERR_PROC_FAILED under ULFM, else the component's own code in MPI_ERR_OTHER
- * (mtl_rdmx_peer_lost_error, mtl_rdmx_compat.h). */
+ * MPI_ERR_PROC_FAILED under ULFM, else, like a peer that cannot be reached, the
+ * component's own code in MPI_ERR_OTHER (mtl_rdmx_make_codes; mtl_rdmx_peer_lost_error,
+ * mtl_rdmx_compat.h). */
 int mtl_rdmx_error(int rdmx_status) {
   switch (rdmx_status) {
     case RDMX_OK:
@@ -52,10 +53,12 @@ int mtl_rdmx_error(int rdmx_status) {
     case RDMX_ERR_NO_MEMORY: return OMPI_ERR_OUT_OF_RESOURCE;
     case RDMX_ERR_NO_DEVICE: return OMPI_ERR_NOT_AVAILABLE;
     case RDMX_ERR_UNREACHABLE:
-    case RDMX_ERR_REJECTED: return OMPI_ERR_UNREACH;
+    case RDMX_ERR_REJECTED:
+      return ompi_mtl_rdmx.unreachable_code > 0 ? ompi_mtl_rdmx.unreachable_code : OMPI_ERR_UNREACH;
+    case RDMX_ERR_TIMEOUT: /* on a request: its connection was not made in time */
+      return ompi_mtl_rdmx.unreachable_code > 0 ? ompi_mtl_rdmx.unreachable_code : OMPI_ERR_TIMEOUT;
     case RDMX_ERR_PEER_LOST: return mtl_rdmx_peer_lost_error(ompi_mtl_rdmx.peer_lost_code);
     case RDMX_ERR_TRUNCATED: return MPI_ERR_TRUNCATE;
-    case RDMX_ERR_TIMEOUT: return OMPI_ERR_TIMEOUT;
     case RDMX_ERR_AGAIN: return OMPI_ERR_TEMP_OUT_OF_RESOURCE;
     case RDMX_ERR_UNSUPPORTED: return OMPI_ERR_NOT_SUPPORTED;
     case RDMX_ERR_PROTOCOL:
@@ -167,29 +170,34 @@ int mtl_rdmx_add_peer(int32_t world_rank) {
   return mtl_rdmx_error(rc);
 }
 
-/* Without ULFM, MPI has no class for a process that is gone. MPI_ERR_OTHER ("known error
- * not in this list") is the nearest: MPI_ERR_INTERN, where Open MPI files an unreachable
- * peer, would report a fault of the MPI library itself. A code of that class carries its
- * own text, which MPI_Error_string gives. Made at the first add_procs: Open MPI 4.1 sets
- * up its error codes after it has selected the MTL. */
-static void mtl_rdmx_make_peer_lost_code(void) {
-  static const char text[] =
-      "MPI_ERR_OTHER: a peer process was lost (it exited, or its "
-      "connection failed); the rdmx log line names the rank and why";
-  if (0 != ompi_mtl_rdmx.peer_lost_code) return;
+/* A code of class MPI_ERR_OTHER ("known error not in this list") with its own text,
+ * which MPI_Error_string gives; -1 if Open MPI could not make one. */
+static int mtl_rdmx_make_code(const char* text) {
   int code = ompi_mpi_errcode_add(MPI_ERR_OTHER);
-  if (code <= 0) {
-    ompi_mtl_rdmx.peer_lost_code = -1; /* OMPI_ERR_UNREACH, MPI_ERR_INTERN, then */
-    return;
-  }
-  ompi_mpi_errnum_add_string(code, text, (int)sizeof text);
-  ompi_mtl_rdmx.peer_lost_code = code;
+  if (code <= 0) return -1;
+  ompi_mpi_errnum_add_string(code, text, (int)strlen(text) + 1);
+  return code;
+}
+
+/* Without ULFM, MPI has no class for a process that is gone or cannot be reached.
+ * MPI_ERR_OTHER is the nearest: MPI_ERR_INTERN, where Open MPI files an unreachable peer,
+ * would report a fault of the MPI library itself. Made at the first add_procs: Open MPI
+ * 4.1 sets up its error codes after it has selected the MTL. */
+static void mtl_rdmx_make_codes(void) {
+  if (0 != ompi_mtl_rdmx.peer_lost_code) return;
+  ompi_mtl_rdmx.peer_lost_code = mtl_rdmx_make_code(
+      "MPI_ERR_OTHER: a peer process was lost (it exited, or its connection "
+      "failed); the rdmx log line names the rank and why");
+  ompi_mtl_rdmx.unreachable_code = mtl_rdmx_make_code(
+      "MPI_ERR_OTHER: a peer process could not be reached (the connection "
+      "was refused or not made in time); the rdmx log line names the rank "
+      "and why");
 }
 
 int mtl_rdmx_add_procs(struct mca_mtl_base_module_t* mtl, size_t nprocs,
                        struct ompi_proc_t** procs) {
   (void)mtl;
-  mtl_rdmx_make_peer_lost_code();
+  mtl_rdmx_make_codes();
   /* The secret now, whoever the procs are. MPI_Init adds only the ranks on this node
    * (and this rank, which needs no address): a rank alone on its node would otherwise
    * take the secret at its first send, and turn away every connection until then (a

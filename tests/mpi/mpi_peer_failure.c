@@ -6,7 +6,10 @@
  * sees rank 1 die ("exited on signal 9"), whatever rank 0 is doing; with --other (run
  * where the runtime lets the job go on: Open MPI 4.1's orte_enable_recovery) the error
  * must be of class MPI_ERR_OTHER with the component's text, and rank 0 prints "rank 0:
- * peer failure reported as MPI_ERR_OTHER". */
+ * peer failure reported as MPI_ERR_OTHER". With --unreachable no rank dies: the job is
+ * started so that the ranks cannot connect (one without the job secret), and each rank's
+ * first exchange must fail with class MPI_ERR_OTHER and the component's text ("rank N:
+ * unreachable peer reported as MPI_ERR_OTHER"). */
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -50,8 +53,26 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
   CHECK(nprocs == 2, "runs on exactly 2 ranks, got %d", nprocs);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  SECTION("a peer that dies: the survivor's pending calls end with an error");
   int v = rank;
+  if (argc > 1 && 0 == strcmp(argv[1], "--unreachable")) {
+    SECTION("a peer that cannot be reached: the first exchange ends with an error");
+    int rc = MPI_Sendrecv_replace(&v, 1, MPI_INT, 1 - rank, 0, 1 - rank, 0, MPI_COMM_WORLD,
+                                  MPI_STATUS_IGNORE);
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    printf("rank %d: MPI_Sendrecv_replace with an unreachable peer returned error class %d: %s\n",
+           rank, error_class(rc), msg);
+    int ok = rc != MPI_SUCCESS && error_class(rc) == MPI_ERR_OTHER &&
+             says(rc, "a peer process could not be reached");
+    printf(ok ? "rank %d: unreachable peer reported as MPI_ERR_OTHER\n"
+              : "rank %d: FAILED: the unreachable peer was not reported as expected\n",
+           rank);
+    fflush(stdout);
+    MPI_Finalize();
+    return ok ? 0 : 1;
+  }
+  SECTION("a peer that dies: the survivor's pending calls end with an error");
   CHECK_MPI(MPI_Sendrecv_replace(&v, 1, MPI_INT, 1 - rank, 0, 1 - rank, 0, MPI_COMM_WORLD,
                                  MPI_STATUS_IGNORE)); /* connected */
   CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
