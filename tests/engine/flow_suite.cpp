@@ -284,7 +284,15 @@ void stress(Rank& r, int per_pair) {
   int32_t want_src = 0, want_tag = 0;
   int got = 0, failures = 0;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  while ((got < expect || !inflight.empty()) && failures == 0) {
+  // Done when everything planned has been sent and has completed, and everything
+  // expected has arrived: a rank that has received all it expects may still have sends
+  // to make.
+  auto all_sent = [&] {
+    for (int p = 0; p < r.size; ++p)
+      if (next_send[size_t(p)] != out_plan[size_t(p)].size()) return false;
+    return true;
+  };
+  while ((got < expect || !inflight.empty() || !all_sent()) && failures == 0) {
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "stress made no progress";
     // Rendezvous sends complete only once matched, so they do not count against the
     // window: a receiver may legitimately wait for a message queued behind them.
