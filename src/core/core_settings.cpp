@@ -36,7 +36,7 @@ constexpr SettingDecl kDecls[] = {
      .max = 1 << 20,
      .help = "largest message (bytes) sent eagerly, in one SEND through the peer's receive "
              "buffers; larger ones go in segments or by rendezvous; -1 = the fabric's choice "
-             "(64 KiB over libfabric tcp, 8 KiB otherwise)",
+             "(128 KiB over libfabric tcp, 8 KiB otherwise)",
      .store_int = store_int<&Settings::eager_limit>},
     {.name = "RDMX_MIDSIZE_LIMIT",
      .type = RDMX_SETTING_INT,
@@ -68,7 +68,7 @@ constexpr SettingDecl kDecls[] = {
      .max = 4096,
      .help = "receive buffers posted per connection (the sender's credit window); -1 = the "
              "fabric's choice (32 through shared memory, where fewer messages in flight "
-             "carry more of them, and over libfabric tcp, whose buffers hold 64 KiB; 64 "
+             "carry more of them; 24 over libfabric tcp, whose buffers hold 128 KiB; 64 "
              "otherwise)",
      .store_int = store_int<&Settings::credits>,
      .check_int = [](int64_t v) { return v == -1 || v >= 4; },

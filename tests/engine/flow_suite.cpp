@@ -57,7 +57,7 @@ TEST_P(EngineTest, CreditExhaustionWithSlowReceiver) {
 }
 
 // Without RDMX_CREDITS the fabric chooses each connection's credit window (32 through
-// shared memory and libfabric tcp, 64 otherwise): that many sends go out before the
+// shared memory, 24 over libfabric tcp, 64 otherwise): that many sends go out before the
 // receiver takes any, and the rest wait for its credits, in order. A shared receive
 // queue has no credits: every send goes.
 TEST_P(EngineTest, TheFabricChoosesTheCreditWindow) {

@@ -144,7 +144,7 @@ BackendSpec spec_of(const std::string& backend) {
   if (backend == "ofi-tcp")
     return {"ofi",
             {{"RDMX_OFI_PROVIDER", "tcp"}, {"RDMX_SHM", "off"}},
-            {false, false, S::Medium, S::High, false, 32, 1 << 20, 256 << 10}};
+            {false, false, S::Medium, S::High, false, 24, 1 << 20, 256 << 10}};
   if (backend == "ofi-tcp+shm")
     return {"ofi",
             {{"RDMX_OFI_PROVIDER", "tcp"}, {"RDMX_SHM", "on"}},

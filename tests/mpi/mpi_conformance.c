@@ -182,14 +182,16 @@ static void test_start_error_completes(void) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
-/* Every size around both ranks' eager limits, both ways; run-mpi-tests sets them apart. */
+/* Every size around both ranks' eager limits, both ways (run-mpi-tests sets them apart),
+ * and around libfabric tcp's own (128 KiB). */
 static void test_mixed_eager_limits(void) {
   SECTION("messages around both ranks' eager limits, both directions");
-  const int sizes[] = {0, 1, 4096, 8191, 8192, 8193, 16384, 32768, 65535, 65536, 65537, 200000};
+  const int sizes[] = {0,     1,     4096,  8191,   8192,   8193,   16384, 32768,
+                       65535, 65536, 65537, 131071, 131072, 131073, 200000};
   char* out = malloc(200000);
   char* in = malloc(200000);
   CHECK(out && in, "out of memory");
-  for (int s = 0; s < 12; ++s) {
+  for (int s = 0; s < (int)(sizeof sizes / sizeof sizes[0]); ++s) {
     int n = sizes[s];
     for (int i = 0; i < n; ++i) out[i] = (char)(rank * 17 + i * 3 + s);
     MPI_Request r[2];

@@ -155,8 +155,8 @@ class Fabric {
   static constexpr const char* kName = "ofi";
   // What the tcp provider gets without settings (eager_limit, credit_window,
   // lone_rndv_chunk).
-  static constexpr uint64_t kTcpEagerLimit = 64 * 1024;
-  static constexpr uint32_t kTcpCredits = 32;
+  static constexpr uint64_t kTcpEagerLimit = 128 * 1024;
+  static constexpr uint32_t kTcpCredits = 24;
   static constexpr uint64_t kTcpLoneRndvChunk = 256 * 1024;
   using Conn = ofi::Conn;
   using ConnRequest = ofi::ConnRequest;
@@ -203,8 +203,9 @@ class Fabric {
   // The limits this fabric suggests (RDMX_EAGER_LIMIT=-1, RDMX_CREDITS=-1). Over tcp
   // every SEND is a trip through the kernel's TCP stack and a completion the provider
   // signals through a pipe, a cost per message whatever its size, and the provider
-  // emulates a READ with a request and a reply: messages to 64 KiB go in one SEND, with
-  // 32 credits, so that receive buffers stay about 2.3 MB per peer
+  // emulates a READ with a request and a reply: messages to 128 KiB go in one SEND, with
+  // 24 credits (fewer cost windows of small messages more credit messages), so receive
+  // buffers are 28 x 128 KiB = 3.7 MB per peer, touched only as far as messages fill them
   // (docs/performance.md). Other providers have real RDMA reads.
   uint64_t eager_limit(const Conn*) const { return max_eager_limit(); }
   uint64_t max_eager_limit() const { return tcp() ? kTcpEagerLimit : fabric::kDefaultEagerLimit; }
