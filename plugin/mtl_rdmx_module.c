@@ -40,6 +40,11 @@ mtl_rdmx_module_t ompi_mtl_rdmx = {
     .output = -1,
 };
 
+/* The component's own error code, or fallback where Open MPI could not make one. */
+static int mtl_rdmx_own_or(int own_code, int fallback) {
+  return own_code > 0 ? own_code : fallback;
+}
+
 /* The one place where an rdmx status becomes an Open MPI error. Cancellation is not an
  * error (the status says _cancelled); truncation is MPI_ERR_TRUNCATE; a lost peer is
  * MPI_ERR_PROC_FAILED under ULFM, else, like a peer that cannot be reached, the
@@ -54,9 +59,9 @@ int mtl_rdmx_error(int rdmx_status) {
     case RDMX_ERR_NO_DEVICE: return OMPI_ERR_NOT_AVAILABLE;
     case RDMX_ERR_UNREACHABLE:
     case RDMX_ERR_REJECTED:
-      return ompi_mtl_rdmx.unreachable_code > 0 ? ompi_mtl_rdmx.unreachable_code : OMPI_ERR_UNREACH;
+      return mtl_rdmx_own_or(ompi_mtl_rdmx.unreachable_code, OMPI_ERR_UNREACH);
     case RDMX_ERR_TIMEOUT: /* on a request: its connection was not made in time */
-      return ompi_mtl_rdmx.unreachable_code > 0 ? ompi_mtl_rdmx.unreachable_code : OMPI_ERR_TIMEOUT;
+      return mtl_rdmx_own_or(ompi_mtl_rdmx.unreachable_code, OMPI_ERR_TIMEOUT);
     case RDMX_ERR_PEER_LOST: return mtl_rdmx_peer_lost_error(ompi_mtl_rdmx.peer_lost_code);
     case RDMX_ERR_TRUNCATED: return MPI_ERR_TRUNCATE;
     case RDMX_ERR_AGAIN: return OMPI_ERR_TEMP_OUT_OF_RESOURCE;

@@ -35,11 +35,11 @@ static int says(int rc, const char* text) {
   return NULL != strstr(msg, text);
 }
 
-static void report(const char* call, int rc) {
+static void report(int rank, const char* call, const char* peer, int rc) {
   char msg[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, msg, &len);
-  printf("rank 0: %s with the dead rank 1 returned error class %d: %s\n", call, error_class(rc),
+  printf("rank %d: %s with %s returned error class %d: %s\n", rank, call, peer, error_class(rc),
          msg);
   fflush(stdout);
 }
@@ -58,11 +58,7 @@ int main(int argc, char** argv) {
     SECTION("a peer that cannot be reached: the first exchange ends with an error");
     int rc = MPI_Sendrecv_replace(&v, 1, MPI_INT, 1 - rank, 0, 1 - rank, 0, MPI_COMM_WORLD,
                                   MPI_STATUS_IGNORE);
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, msg, &len);
-    printf("rank %d: MPI_Sendrecv_replace with an unreachable peer returned error class %d: %s\n",
-           rank, error_class(rc), msg);
+    report(rank, "MPI_Sendrecv_replace", "an unreachable peer", rc);
     int ok = rc != MPI_SUCCESS && error_class(rc) == MPI_ERR_OTHER &&
              says(rc, "a peer process could not be reached");
     printf(ok ? "rank %d: unreachable peer reported as MPI_ERR_OTHER\n"
@@ -87,9 +83,9 @@ int main(int argc, char** argv) {
   CHECK_MPI(MPI_Irecv(&v, 1, MPI_INT, 1, 7, MPI_COMM_WORLD, &reqs[0]));
   CHECK_MPI(MPI_Isend(big, LARGE, MPI_CHAR, 1, 8, MPI_COMM_WORLD, &reqs[1]));
   int rc_recv = MPI_Wait(&reqs[0], &st[0]);
-  report("MPI_Irecv + MPI_Wait", rc_recv);
+  report(rank, "MPI_Irecv + MPI_Wait", "the dead rank 1", rc_recv);
   int rc_send = MPI_Wait(&reqs[1], &st[1]);
-  report("MPI_Isend (1 MiB) + MPI_Wait", rc_send);
+  report(rank, "MPI_Isend (1 MiB) + MPI_Wait", "the dead rank 1", rc_send);
   free(big);
   int ok = rc_recv != MPI_SUCCESS && rc_send != MPI_SUCCESS;
   if (want_proc_failed) {
