@@ -102,6 +102,10 @@ struct Conn : Watch {
   std::vector<uint64_t> slot_offset;
   std::vector<uint32_t> free_slots;
 
+  // Sends since the last arrival from the peer: more than one, and this side is
+  // streaming rather than answering.
+  uint32_t sends_in_row = 0;
+
   bool established() const { return state == State::Established; }
 };
 

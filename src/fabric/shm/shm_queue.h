@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "core/prefetch.h"
 #include "fabric/shm/shm_layout.h"
 
 namespace rdmx::shm {
@@ -105,6 +106,16 @@ class SeqProducer {
     return *reinterpret_cast<U*>(&entries_[(tail_ + k) & mask_]);
   }
   uint32_t index(uint32_t k) const { return tail_ + k; }
+  // Fetches for writing the cache lines of the n slots from the tail's k-th on, so that
+  // the consumer gives them up before they are written (core/prefetch.h).
+  void prefetch(uint32_t k, uint32_t n) {
+    constexpr uint32_t kPerLine = kCacheLine / sizeof(T);
+    static_assert(kPerLine && (kPerLine & (kPerLine - 1)) == 0);
+    uint32_t first = (tail_ + k) & ~(kPerLine - 1);
+    uint32_t span = tail_ + k + n - first;  // from the first line's start: no wrap
+    for (uint32_t j = 0; j < span; j += kPerLine)
+      prefetch_for_write(&entries_[(first + j) & mask_]);
+  }
   // Publishes the entry of n slots (a release store: no barrier; see Fabric::wake_peer).
   void commit(T& e, uint32_t n = 1) {
     uint32_t seq = tail_ + 1;
