@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 
+#include "core/prefetch.h"
 #include "fabric/shm/shm_socket.h"
 
 namespace rdmx::shm {
@@ -48,6 +49,7 @@ int Fabric::open(const Settings& s, int32_t, std::string& err) {
   rd_atomic_ = uint32_t(s.max_rd_atomic);
   domain_ = std::hash<std::string>{}(s.shm_domain);
   cma_wanted_ = s.shm_read != "copy";
+  prefetch_ = prefetch_for_write_supported();
   if (s.shm_read == "cma") {
     std::string why;
     if (!cma_allowed(why)) {

@@ -204,6 +204,7 @@ class Fabric {
   uint32_t next_serial_ = 1;
   uint32_t rd_atomic_ = 16;
   bool cma_wanted_ = true;  // RDMX_SHM_READ is not "copy"
+  bool prefetch_ = false;   // the processor has prefetch_for_write (prefetch_next)
   uint32_t calls_ = 0;
   bool sockets_due_ = false;  // run the sockets on the next progress
   uint32_t busy_ = 0;         // handshakes in progress: run the sockets every call
@@ -281,7 +282,7 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
     }
   }
   c->peer_arrivals.commit(a, slots);
-  if (++c->sends_in_row > 1 && small) prefetch_next(c, slots);
+  if (++c->sends_in_row > 1 && small && prefetch_) prefetch_next(c, slots);
   wake_peer(c);
   if (flags & fabric::kSendSignaled)
     complete(Completion::SendDone, fabric::Failure::Other, wr, c->user);
