@@ -156,8 +156,8 @@ class Fabric {
   // no arrival from it in between) asks, after each, for the cache lines its next
   // kPrefetchEntries entries of the same size will take. The receiver read those lines
   // a lap ago, and a store to a line another core holds waits for it, holding up every
-  // store behind it. Windows of 64 sends of 8 to 128 bytes carried 1.3-1.8x the
-  // messages when the two cores were far apart, 1.08-1.12x when near. Not after a
+  // store behind it. Windows of 64 sends of 8 to 128 bytes carried 1.25-1.73x the
+  // messages in this machine's usual phase, 1.08-1.12x in its fastest. Not after a
   // single send: in a ping-pong the receiver waits on those very lines, and 8 to 32
   // bytes took 13-37% longer each way. Not for messages in receive buffers (above
   // kInlineMax): 0.88-0.99x from 256 B to 2 KiB (docs/performance.md).
