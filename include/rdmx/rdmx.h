@@ -148,7 +148,8 @@ typedef struct rdmx_stats {
   uint64_t max_reads_outstanding; /* high-water mark of reads in flight on one connection */
   uint64_t min_read_depth;        /* smallest negotiated initiator depth seen (0: none) */
   uint64_t credit_messages;       /* explicit credit returns */
-  uint64_t credit_stalls;         /* sends queued for lack of credits */
+  uint64_t credit_stalls;         /* sends held for lack of credits (or of room in the
+                                     queue of a fabric that paces small messages) */
   uint64_t unexpected;            /* messages that arrived before their receive */
   uint64_t connections;
   uint64_t segmented_sends; /* mid-size messages sent in segments (RDMX_MIDSIZE_LIMIT) */

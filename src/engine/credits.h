@@ -46,12 +46,13 @@ class Credits {
     ctrl_credits_ += ctrl;
   }
   // A message went out: it paid what was owed, and took a credit of its kind (ctrl: a
-  // credit message, drawn from the control credits).
-  void spend(bool ctrl) {
+  // credit message, drawn from the control credits) unless it was uncredited (the
+  // fabric's own queue paced it: ConnAttrs::uncredited_max).
+  void spend(bool ctrl, bool uncredited) {
     to_return_ = 0;
     ctrl_to_return_ = 0;
     due_ = false;
-    if (!peer_shared_) {
+    if (!peer_shared_ && !uncredited) {
       if (ctrl)
         --ctrl_credits_;
       else

@@ -92,6 +92,7 @@ class Engine {
   [[gnu::always_inline]] void on_recv(void* user, uint64_t wr, uint32_t len);
   [[gnu::always_inline]] void on_recv_unbuffered(void* user, const uint8_t* msg, uint32_t len);
   [[gnu::always_inline]] void on_send_done(void* user, uint64_t wr);
+  void on_send_room(void* user);
   void on_read_done(void* user, uint64_t wr);
   void on_wr_error(void* user, uint64_t wr, fabric::Failure f, const char* why);
 
@@ -162,8 +163,15 @@ class Engine {
     if (l.attrs.max_inline < wire::kShortBytes) return 0;
     return std::min<uint64_t>(l.attrs.max_inline - wire::kShortBytes, l.eager_limit) + 1;
   }
+  // A message of this many bytes (header included) takes no credit on l: the fabric
+  // carries it in its own queue, whose room it tracks (ConnAttrs::uncredited_max).
+  static bool uncredited(const Link<F>& l, uint64_t bytes) {
+    return bytes <= l.attrs.uncredited_max;
+  }
+  // Something may go on l now (a message that needs a credit also needs one left: post()).
   bool can_send(const Link<F>& l) const {
-    return l.state.ready() && l.credits.available() > 0 && l.sq.has_room();
+    return l.state.ready() && (l.credits.available() > 0 || l.attrs.uncredited_max) &&
+           l.sq.has_room();
   }
   [[gnu::noinline]] int isend_slow(Peer<F>& p, Req& r);
   [[gnu::noinline]] int register_send(Peer<F>& p, Req& r);
@@ -174,10 +182,10 @@ class Engine {
                                    uint32_t extra_len, const void* payload, uint64_t payload_len,
                                    bool ctrl, Req* owner = nullptr, bool completes = false);
   [[gnu::always_inline]] bool post_inline(Link<F>& l, wire::Header& h, const fabric::Sge* sge,
-                                          int n, bool ctrl);
+                                          int n, bool ctrl, bool uncredited);
   [[gnu::noinline]] bool post_bounce(Link<F>& l, wire::Header& h, const void* extra,
                                      uint32_t extra_len, const void* payload, uint64_t payload_len,
-                                     bool ctrl, Req* owner, bool completes);
+                                     bool ctrl, bool uncredited, Req* owner, bool completes);
   // Whether r's payload goes from its own buffer on l rather than copied
   // (ConnAttrs::sends_unregistered): worth it from kInPlaceMin bytes, where the copy costs
   // more than waiting for the send's completion.
@@ -186,7 +194,7 @@ class Engine {
   }
   void sent_in_place(uint32_t bounce);
   void forget_in_place(const Req& r);
-  [[gnu::always_inline]] void posted(Link<F>& l, bool ctrl);
+  [[gnu::always_inline]] void posted(Link<F>& l, bool ctrl, bool uncredited);
   [[gnu::cold, gnu::noinline]] bool send_failed(Link<F>& l, int rc);
   // What a header says of the link at the moment it is posted: its sequence number and
   // the credits returned with it (posted() then counts them as paid).

@@ -61,7 +61,8 @@ inline void Engine<F>::on_recv(void* user, uint64_t wr, uint32_t len) {
 }
 
 // A message that took no receive buffer: the fabric carried it in its own queue entry
-// (shared memory's small messages). It took a credit all the same, owed back at once.
+// (shared memory's small messages). It took a credit all the same, owed back at once,
+// unless the fabric paces such messages itself (ConnAttrs::uncredited_max).
 template <fabric::Fabric F>
 inline void Engine<F>::on_recv_unbuffered(void* user, const uint8_t* msg, uint32_t len) {
   auto* l = static_cast<Link<F>*>(user);
@@ -110,9 +111,10 @@ void Engine<F>::on_recv_unbuffered_other(Link<F>& l, const uint8_t* msg, uint32_
 }
 
 // The credit of a message that took no buffer is owed back as if its buffer had been
-// posted again (unless the message broke the link).
+// posted again (unless the message broke the link, or took no credit).
 template <fabric::Fabric F>
 inline void Engine<F>::owe_unbuffered(Link<F>& l, bool ctrl) {
+  if (l.attrs.uncredited_max) return;
   if (!l.state.closed() && l.credits.returned(ctrl)) l.peer->pending = true;
 }
 

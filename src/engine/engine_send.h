@@ -22,8 +22,9 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
   Peer<F>& p = peers_[size_t(dest)];
   Link<F>* l = p.link.get();
   // (inline_eager_below is 0 unless the link is open and may send.)
+  bool free = l && uncredited(*l, wire::kShortBytes + len);
   if (l && !(flags & RDMX_SEND_SYNC) && !p.pending && len < l->state.inline_eager_below() &&
-      l->credits.available() > 0 && l->sq.has_room()) [[likely]] {
+      (free || l->credits.available() > 0) && l->sq.has_room()) [[likely]] {
     wire::Header h = short_header(cid, tag);
     fabric::Sge sge[2];
     sge[0].addr = &h;
@@ -32,7 +33,7 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
     sge[1].addr = buf;
     sge[1].len = uint32_t(len);
     sge[1].desc = nullptr;
-    if (post_inline(*l, h, sge, len ? 2 : 1, false)) [[likely]] {
+    if (post_inline(*l, h, sge, len ? 2 : 1, false, free)) [[likely]] {
       ++stats_.eager_sends;
       if (flags & RDMX_SEND_NO_REQUEST_IF_DONE) {
         *out = nullptr;
@@ -170,21 +171,27 @@ inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
 // and through a bounce buffer if not. ctrl: a credit message, drawn from the control
 // credits. owner: the send request whose buffer the payload is, so that it may go in
 // place (post_bounce); completes: this message is owner's last. False if it could not go
-// now (no bounce buffer, the fabric is full, or the link failed).
+// now (no credit left for a message that needs one, no bounce buffer, the fabric is
+// full, or the link failed).
 template <fabric::Fabric F>
 inline bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len,
                             const void* payload, uint64_t payload_len, bool ctrl, Req* owner,
                             bool completes) {
   uint32_t hlen = wire::header_bytes(h);
-  if (hlen + extra_len + payload_len > l.attrs.max_inline || (owner && sends_in_place(l, *owner)))
-      [[unlikely]]
-    return post_bounce(l, h, extra, extra_len, payload, payload_len, ctrl, owner, completes);
+  uint64_t bytes = hlen + extra_len + payload_len;
+  bool free = uncredited(l, bytes);
+  // (The callers saw a credit of the message's kind, unless the link has uncredited
+  // messages: then only a message that is not one needs checking.)
+  if (!free && !ctrl && !l.credits.available()) [[unlikely]]
+    return false;
+  if (bytes > l.attrs.max_inline || (owner && sends_in_place(l, *owner))) [[unlikely]]
+    return post_bounce(l, h, extra, extra_len, payload, payload_len, ctrl, free, owner, completes);
   fabric::Sge sge[3];
   int n = 0;
   sge[n++] = {&h, hlen, nullptr};
   if (extra_len) sge[n++] = {extra, extra_len, nullptr};
   if (payload_len) sge[n++] = {payload, uint32_t(payload_len), nullptr};
-  return post_inline(l, h, sge, n, ctrl);
+  return post_inline(l, h, sge, n, ctrl, free);
 }
 
 // An inline SEND of sge (sge[0] is h). Inline sends are signaled one in signal_every
@@ -192,7 +199,7 @@ inline bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint
 // many in its id.
 template <fabric::Fabric F>
 inline bool Engine<F>::post_inline(Link<F>& l, wire::Header& h, const fabric::Sge* sge, int n,
-                                   bool ctrl) {
+                                   bool ctrl, bool uncredited) {
   stamp(l, h);
   uint32_t unsignaled = l.sq.next_inline();  // counting this one
   uint32_t flags = fabric::kSendInline;
@@ -207,7 +214,7 @@ inline bool Engine<F>::post_inline(Link<F>& l, wire::Header& h, const fabric::Sg
     return send_failed(l, rc);
   l.sq.posted_inline(unsignaled);
   ++stats_.inline_sends;
-  posted(l, ctrl);
+  posted(l, ctrl, uncredited);
   return true;
 }
 
@@ -218,8 +225,8 @@ inline bool Engine<F>::post_inline(Link<F>& l, wire::Header& h, const fabric::Sg
 // (WaitSent; sends on a link complete in order), and fails with its peer meanwhile.
 template <fabric::Fabric F>
 bool Engine<F>::post_bounce(Link<F>& l, wire::Header& h, const void* extra, uint32_t extra_len,
-                            const void* payload, uint64_t payload_len, bool ctrl, Req* owner,
-                            bool completes) {
+                            const void* payload, uint64_t payload_len, bool ctrl, bool uncredited,
+                            Req* owner, bool completes) {
   int bounce = take_bounce();
   if (bounce < 0) {
     bounce_waiters_.push_back(l.peer);
@@ -243,7 +250,7 @@ bool Engine<F>::post_bounce(Link<F>& l, wire::Header& h, const void* extra, uint
     bounce_free_.push_back(uint32_t(bounce));
     return send_failed(l, rc);
   }
-  posted(l, ctrl);
+  posted(l, ctrl, uncredited);
   if (in_place) {
     ++stats_.in_place_sends;
     if (completes) {
@@ -274,16 +281,19 @@ void Engine<F>::forget_in_place(const Req& r) {
 
 // Posted: the message has its sequence number, and what it returned is paid.
 template <fabric::Fabric F>
-inline void Engine<F>::posted(Link<F>& l, bool ctrl) {
+inline void Engine<F>::posted(Link<F>& l, bool ctrl, bool uncredited) {
   ++l.send_seq;
   l.sq.take();
-  l.credits.spend(ctrl);
+  l.credits.spend(ctrl, uncredited);
 }
 
-// The fabric refused a send: full (retried on a completion) or broken (the link fails).
+// The fabric refused a send: full (retried on a completion, or when the fabric says its
+// queue has room again) or broken (the link fails).
 template <fabric::Fabric F>
 bool Engine<F>::send_failed(Link<F>& l, int rc) {
-  if (rc != RDMX_ERR_AGAIN)
+  if (rc == RDMX_ERR_AGAIN)
+    ++stats_.credit_stalls;
+  else
     fail_link(l, rc, "posting a send to rank " + std::to_string(l.peer->rank) + " failed");
   return false;
 }
@@ -320,11 +330,13 @@ void Engine<F>::drain(Peer<F>& p) {
       p.control.pop();
       continue;
     }
-    if (p.backlog.empty()) break;
-    if (!transmit(p, *static_cast<Req*>(p.backlog.first->owner))) return;
+    // A message that cannot go yet (on a link with uncredited messages, one that needs
+    // a credit when none is left) still lets a credit message owed go below.
+    if (p.backlog.empty() || !transmit(p, *static_cast<Req*>(p.backlog.first->owner))) break;
   }
-  if (l->credits.due() && l->state.ready() && l->credits.ctrl_available() > 0 && l->sq.has_room() &&
-      l->credits.owes()) {
+  if (l->credits.due() && l->state.ready() &&
+      (l->credits.ctrl_available() > 0 || uncredited(*l, sizeof(wire::Header))) &&
+      l->sq.has_room() && l->credits.owes()) {
     wire::Header h{};
     h.version_type = wire::Header::make_vt(wire::Type::Credit);
     h.source = rank_;
@@ -341,7 +353,8 @@ template <fabric::Fabric F>
 bool Engine<F>::flush_unsignaled(Link<F>& l) {
   if (!l.sq.unsignaled() || !l.state.ready() || !l.sq.has_room()) return false;
   bool ctrl = l.credits.ctrl_available() > 0;
-  if (!ctrl && !l.credits.available() && !l.credits.peer_shared())
+  if (!ctrl && !l.credits.available() && !l.credits.peer_shared() &&
+      !uncredited(l, sizeof(wire::Header)))
     return false;  // wait for the peer's credits
   wire::Header h{};
   h.version_type = wire::Header::make_vt(wire::Type::Credit);
@@ -365,6 +378,13 @@ inline void Engine<F>::on_send_done(void* user, uint64_t wr) {
       for (Peer<F>* p : waiting) pump(*p);
     }
   }
+  if (l->state.open() && l->peer->link.get() == l) pump(*l->peer);
+}
+
+// The fabric's queue has room again for a send it refused (ConnAttrs::uncredited_max).
+template <fabric::Fabric F>
+void Engine<F>::on_send_room(void* user) {
+  auto* l = static_cast<Link<F>*>(user);
   if (l->state.open() && l->peer->link.get() == l) pump(*l->peer);
 }
 

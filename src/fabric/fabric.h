@@ -70,6 +70,12 @@ struct ConnAttrs {
   // This side may hand over Short messages whose sequence number is wire::kUnnumbered:
   // the fabric keeps the connection's messages in order and left the number out.
   bool unnumbered_shorts = false;
+  // Messages of at most this many bytes (header included) ride in the fabric's own queue
+  // entries (Sink::on_recv_unbuffered), whose room the fabric tracks itself: they take
+  // no credit and none is owed back for them. Such a send that finds the queue full gets
+  // RDMX_ERR_AGAIN, and the fabric calls Sink::on_send_room once there is room again.
+  // The same on both sides of a connection; 0: every message takes a credit.
+  uint32_t uncredited_max = 0;
 };
 
 enum Access : uint32_t {
@@ -133,9 +139,12 @@ struct SinkArchetype {
   void on_recv(void* user, uint64_t wr, uint32_t len);
   // A message that took no posted receive buffer (a backend that carries small messages
   // in its own queue entries: shm): msg is valid for the call only. It took a credit
-  // like any other message.
+  // like any other message, unless the connection has ConnAttrs::uncredited_max.
   void on_recv_unbuffered(void* user, const uint8_t* msg, uint32_t len);
   void on_send_done(void* user, uint64_t wr);
+  // A send refused with RDMX_ERR_AGAIN for want of room in the fabric's queue
+  // (ConnAttrs::uncredited_max) may be posted again.
+  void on_send_room(void* user);
   void on_read_done(void* user, uint64_t wr);
   void on_wr_error(void* user, uint64_t wr, Failure, const char* why);
 };

@@ -25,6 +25,7 @@ struct Relay {
     sink.on_recv_unbuffered(u, m, len);
   }
   void on_send_done(void* u, uint64_t wr) { sink.on_send_done(u, wr); }
+  void on_send_room(void* u) { sink.on_send_room(u); }
   void on_read_done(void* u, uint64_t wr) { sink.on_read_done(u, wr); }
   void on_wr_error(void* u, uint64_t wr, Failure f, const char* why) {
     sink.on_wr_error(u, wr, f, why);

@@ -116,9 +116,10 @@ struct BackendSpec {
 };
 
 // What two ranks of one host get through shared memory: small messages in the queue's
-// entries, 32 credits, 4 MiB reads.
+// entries and paced by its room, 32 credits for the others, 4 MiB reads.
 Capabilities through_shared_memory(Capabilities c) {
   c.small_unbuffered = true;
+  c.small_uncredited = true;
   c.credit_window = 32;
   c.read_chunk = 4 << 20;
   return c;

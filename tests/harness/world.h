@@ -48,6 +48,9 @@ struct Capabilities {
   uint64_t read_chunk = 1 << 20;
   // The same for a message read while no other is (0: read_chunk).
   uint64_t lone_read_chunk = 0;
+  // Small messages in the fabric's queue entries (small_unbuffered) take no credit: the
+  // room in that queue paces them (ConnAttrs::uncredited_max).
+  bool small_uncredited = false;
 };
 
 // The fabric (RDMX_FABRIC) and the settings a backend name stands for.

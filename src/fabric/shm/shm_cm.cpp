@@ -16,6 +16,22 @@ namespace {
 
 constexpr auto kRequestDeadline = std::chrono::seconds(10);
 
+// What both sides of a connection work with, once established: any SEND is copied when
+// posted, small ones ride in the arrivals queue whose room paces them (no credit), and
+// the queue keeps the order (Short messages go unnumbered).
+fabric::ConnAttrs conn_attrs(uint32_t read_depth) {
+  fabric::ConnAttrs a{};
+  a.initiator_depth = read_depth;
+  a.responder_resources = read_depth;
+  a.max_inline = 1u << 30;
+  a.max_sge = 8;
+  a.max_send_wr = 1u << 20;
+  a.rnr_retry = 0;
+  a.unnumbered_shorts = true;
+  a.uncredited_max = Arrival::kInlineMax;
+  return a;
+}
+
 }  // namespace
 
 int Fabric::connect(Conn* c, const void* pdata, size_t plen, std::string& err) {
@@ -94,14 +110,7 @@ int Fabric::accept(Conn* c, ConnRequest* req, const void* pdata, size_t plen, st
     return RDMX_OK;
   }
   c->in.close_fd();
-  c->attrs = {};
-  c->attrs.initiator_depth = depth;
-  c->attrs.responder_resources = depth;
-  c->attrs.max_inline = 1u << 30;
-  c->attrs.max_sge = 8;
-  c->attrs.max_send_wr = 1u << 20;
-  c->attrs.rnr_retry = 0;
-  c->attrs.unnumbered_shorts = true;
+  c->attrs = conn_attrs(depth);
   bind_queues(c);
   CmEvent e;
   e.kind = CmEvent::Established;
@@ -236,14 +245,7 @@ void Fabric::on_conn_readable(Conn* c, uint32_t epoll_events) {
       break_conn(c, fabric::Failure::Other, err);
       return;
     }
-    c->attrs = {};
-    c->attrs.initiator_depth = f.rd_atomic;
-    c->attrs.responder_resources = f.rd_atomic;
-    c->attrs.max_inline = 1u << 30;
-    c->attrs.max_sge = 8;
-    c->attrs.unnumbered_shorts = true;
-    c->attrs.max_send_wr = 1u << 20;
-    c->attrs.rnr_retry = 0;
+    c->attrs = conn_attrs(f.rd_atomic);
     bind_queues(c);
     CmEvent e;
     e.kind = CmEvent::Established;

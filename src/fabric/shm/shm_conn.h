@@ -105,6 +105,8 @@ struct Conn : Watch {
   // Sends since the last arrival from the peer: more than one, and this side is
   // streaming rather than answering.
   uint32_t sends_in_row = 0;
+  // Slots a refused send needs in the peer's arrivals (Fabric::queue_full); 0: none.
+  uint32_t room_wanted = 0;
 
   bool established() const { return state == State::Established; }
 };

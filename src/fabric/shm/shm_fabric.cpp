@@ -290,6 +290,12 @@ int Fabric::send_error(Conn* c, fabric::Failure f, uint64_t wr, const char* why)
   return RDMX_OK;
 }
 
+int Fabric::queue_full(Conn* c, uint32_t slots) {
+  if (!c->room_wanted) ++waiting_room_;
+  c->room_wanted = slots;
+  return RDMX_ERR_AGAIN;
+}
+
 void Fabric::break_conn(Conn* c, fabric::Failure why, const std::string& text) {
   if (c->state == Conn::State::Broken) return;
   c->state = Conn::State::Broken;
@@ -318,14 +324,19 @@ int Fabric::wait(int timeout_ms) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   auto idle = [this] {
     for (Conn* c : live_)
-      if (!c->arrivals.empty() || !c->read_reqs.empty()) return false;
+      if (!c->arrivals.empty() || !c->read_reqs.empty() ||
+          (c->room_wanted && !c->peer_arrivals.full(c->room_wanted)))
+        return false;
     return true;
   };
   // Senders look at `sleeping` without a barrier after their entry (wake_peer): one
   // that looked just before the flag was seen may not wake this side, but its entry is
   // visible by the end of the first, short sleep, when the queues are looked at again.
+  // A side waiting for room in a peer's queue (queue_full) is not woken when the peer
+  // takes from it: it looks again after every short sleep.
   for (int slept = 0; slept < timeout_ms && idle();) {
-    int slice = slept == 0 ? std::min(timeout_ms, kRecheckMs) : timeout_ms - slept;
+    int slice =
+        slept == 0 || waiting_room_ ? std::min(timeout_ms - slept, kRecheckMs) : timeout_ms - slept;
     epoll_event evs[1];
     if (::epoll_wait(epfd_, evs, 1, slice) > 0) {
       sockets_due_ = true;

@@ -165,6 +165,13 @@ class Fabric {
   void prefetch_next(Conn* c, uint32_t slots);
   [[gnu::cold, gnu::noinline]] int send_error(Conn* c, fabric::Failure f, uint64_t wr,
                                               const char* why);
+  // Small messages take no credit (ConnAttrs::uncredited_max): the arrivals queue's room
+  // paces them. A send that finds it without room for its slots is refused with
+  // RDMX_ERR_AGAIN, and progress tells the engine once the peer has taken enough
+  // (offer_room).
+  [[gnu::cold, gnu::noinline]] int queue_full(Conn* c, uint32_t slots);
+  template <class Sink>
+  [[gnu::noinline]] void offer_room(Sink& sink);
   void bind_queues(Conn* c);
   bool attach_peer(Conn* c, int fd, uint64_t probe_addr, std::string& err);
   void break_conn(Conn* c, fabric::Failure why, const std::string& text);
@@ -206,8 +213,9 @@ class Fabric {
   bool cma_wanted_ = true;  // RDMX_SHM_READ is not "copy"
   bool prefetch_ = false;   // the processor has prefetch_for_write (prefetch_next)
   uint32_t calls_ = 0;
-  bool sockets_due_ = false;  // run the sockets on the next progress
-  uint32_t busy_ = 0;         // handshakes in progress: run the sockets every call
+  bool sockets_due_ = false;   // run the sockets on the next progress
+  uint32_t busy_ = 0;          // handshakes in progress: run the sockets every call
+  uint32_t waiting_room_ = 0;  // connections with a send refused for want of room
 
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<Conn*> live_;  // established connections, polled by progress
@@ -231,12 +239,10 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
   // An entry of several slots starts a cache line: a pad fills the slot before it if
   // need be.
   uint32_t pad = slots > 1 ? c->peer_arrivals.index(0) & 1 : 0;
-  if (!c->established() || c->peer_arrivals.full(slots + pad) || (!small && c->peer_posted.empty()))
-      [[unlikely]]
-    return send_error(c, fabric::Failure::RnrRetryExceeded, wr,
-                      c->established() && c->peer_arrivals.full(slots + pad)
-                          ? "the peer's arrivals are full"
-                          : "the peer has no receive posted");
+  if (!c->established() || (!small && c->peer_posted.empty())) [[unlikely]]
+    return send_error(c, fabric::Failure::RnrRetryExceeded, wr, "the peer has no receive posted");
+  if (c->peer_arrivals.full(slots + pad)) [[unlikely]]
+    return queue_full(c, slots + pad);
   if (pad) {
     Arrival& p = c->peer_arrivals.next();
     p.kind = Arrival::Pad;
@@ -384,9 +390,28 @@ int Fabric::progress(Sink& sink) {
     if (c->established() && !c->read_reqs.empty()) [[unlikely]]
       serve_reads(c);
   }
+  if (waiting_room_) [[unlikely]]
+    offer_room(sink);
   if (!ends_.empty()) [[unlikely]]
     finish_ends();
   return handled;
+}
+
+template <class Sink>
+void Fabric::offer_room(Sink& sink) {
+  // Counted again: a connection that broke meanwhile is no longer live, and one that
+  // is told may be refused again at once.
+  waiting_room_ = 0;
+  for (size_t i = 0; i < live_.size(); ++i) {
+    Conn* c = live_[i];
+    if (!c->room_wanted) continue;
+    if (c->peer_arrivals.full(c->room_wanted)) {
+      ++waiting_room_;
+      continue;
+    }
+    c->room_wanted = 0;
+    sink.on_send_room(c->user);
+  }
 }
 
 }  // namespace rdmx::shm
