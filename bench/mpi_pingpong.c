@@ -161,7 +161,8 @@ int main(int argc, char** argv) {
   if (!buf || !reqs || !samples) MPI_Abort(MPI_COMM_WORLD, 1);
   memset(buf, 1, o.max_size);
   if (rank == 0)
-    printf("%12s %14s %16s %16s\n", "bytes", "latency (us)", "bandwidth (MB/s)", "msg rate (M/s)");
+    printf("%12s %14s %16s %16s %14s %16s\n", "bytes", "latency (us)", "bandwidth (MB/s)",
+           "msg rate (M/s)", "p50 lat (us)", "p50 bw (MB/s)");
   /* Without --sizes: from min_size to max_size by factor (at most 31 sizes up to 1 GiB). */
   if (!o.nsizes)
     for (size_t size = o.min_size; size <= o.max_size; size *= (size_t)o.factor)
