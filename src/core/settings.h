@@ -37,6 +37,7 @@ struct Settings {
   std::string shm;               // RDMX_SHM: auto|on|off
   std::string shm_read;          // RDMX_SHM_READ: auto|cma|copy
   std::string shm_domain;        // RDMX_SHM_DOMAIN
+  uint64_t shm_split_read;       // RDMX_SHM_SPLIT_READ (bytes; 0 = never)
   int64_t rank;                  // RDMX_RANK (-1: unset), for rdmx_init_bootstrap
   int64_t size;                  // RDMX_SIZE (-1: unset)
   std::string bootstrap;         // RDMX_BOOTSTRAP, host:port where rank 0 listens

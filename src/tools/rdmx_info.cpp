@@ -72,6 +72,13 @@ void print_shm() {
               : cma                ? "process_vm_readv (cross-memory attach)"
                                    : "copies through the segment",
               why.c_str());
+  if (s.shm_read != "copy" && cma)
+    std::printf("  split reads: %s\n",
+                s.shm_split_read
+                    ? ("from " + std::to_string(s.shm_split_read) +
+                       " bytes, the sender writing half (process_vm_writev; RDMX_SHM_SPLIT_READ)")
+                          .c_str()
+                    : "off (RDMX_SHM_SPLIT_READ=0)");
 }
 
 // The device a rank placed so would get, in a few words.

@@ -3,9 +3,11 @@
 // bytes through the launcher, and is read as such.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/settings.h"
@@ -95,6 +97,110 @@ TEST_F(Shm, OnlyAValidAddressOfThisHostIsReachable) {
     shm::Conn* c = nullptr;
     EXPECT_EQ(f.create_conn(bad.data(), bad.size(), nullptr, nullptr, &c, err), RDMX_ERR_INVALID);
   }
+}
+
+// Two contexts of this process, connected through shared memory.
+void connect_pair(rdmx_context_t* a, rdmx_context_t* b) {
+  std::vector<uint8_t> aa = address_of(a), ba = address_of(b);
+  ASSERT_EQ(rdmx_add_peer(a, 1, ba.data(), ba.size()), RDMX_OK);
+  ASSERT_EQ(rdmx_add_peer(b, 0, aa.data(), aa.size()), RDMX_OK);
+  uint64_t one = 1, got = 0;
+  rdmx_request_t *s = nullptr, *r = nullptr;
+  rdmx_status_info_t st{};
+  ASSERT_EQ(rdmx_irecv(b, 0, 0, 1, &got, sizeof got, nullptr, nullptr, &r), RDMX_OK);
+  ASSERT_EQ(rdmx_isend(a, 1, 0, 1, &one, sizeof one, 0, nullptr, nullptr, &s), RDMX_OK);
+  ASSERT_TRUE(drive({a, b}, r, &st, 5000));
+  ASSERT_TRUE(drive({a, b}, s, &st, 5000));
+  rdmx_request_free(a, s);
+  rdmx_request_free(b, r);
+}
+
+// The bytes of message i, at j.
+uint8_t byte_of(int i, uint64_t j) { return uint8_t(j * 7 + uint64_t(i) + (j >> 12)); }
+
+// A sender that waits in its progress loop copies the back half of each large read
+// into the receiver's buffer (process_vm_writev) while the receiver copies the front:
+// every byte lands where it belongs. The sender is a thread of its own here.
+TEST_F(Shm, SplitReadsAreSharedWithASenderThatServes) {
+  rdmx_context_t* a = open_rank("shm", 0, 2, 10);
+  rdmx_context_t* b = open_rank("shm", 1, 2, 10);
+  ASSERT_TRUE(a && b);
+  connect_pair(a, b);
+  constexpr int kN = 16;
+  const uint64_t lens[] = {(256 << 10) + 3, (1 << 20) + 4097, (2 << 20) - 1};
+  std::vector<std::vector<uint8_t>> out(kN), in(kN);
+  std::vector<rdmx_request_t*> sends(kN), recvs(kN);
+  for (int i = 0; i < kN; ++i) {
+    uint64_t len = lens[i % 3];
+    out[size_t(i)].resize(len);
+    in[size_t(i)].assign(len, 0);
+    for (uint64_t j = 0; j < len; ++j) out[size_t(i)][j] = byte_of(i, j);
+    ASSERT_EQ(
+        rdmx_isend(a, 1, 0, 3, out[size_t(i)].data(), len, 0, nullptr, nullptr, &sends[size_t(i)]),
+        RDMX_OK);
+  }
+  std::atomic<int> sent{0};
+  std::thread sender([&] {
+    rdmx_status_info_t st{};
+    for (int i = 0; i < kN; ++i)
+      if (drive({a}, sends[size_t(i)], &st, 10000) && st.error == RDMX_OK) ++sent;
+  });
+  rdmx_status_info_t st{};
+  for (int i = 0; i < kN; ++i) {
+    // One receive at a time: each read is alone, and the sender has to be quick.
+    ASSERT_EQ(rdmx_irecv(b, 0, 0, 3, in[size_t(i)].data(), in[size_t(i)].size(), nullptr, nullptr,
+                         &recvs[size_t(i)]),
+              RDMX_OK);
+    EXPECT_TRUE(drive({b}, recvs[size_t(i)], &st, 10000)) << "receive " << i;
+    EXPECT_EQ(st.error, RDMX_OK);
+    EXPECT_TRUE(in[size_t(i)] == out[size_t(i)]) << "receive " << i;
+    rdmx_request_free(b, recvs[size_t(i)]);
+  }
+  // The FINs reach the sender as b goes on progressing.
+  for (int k = 0; k < 100000 && sent.load() < kN; ++k) rdmx_progress(b);
+  sender.join();
+  EXPECT_EQ(sent.load(), kN);
+  for (auto* x : sends) rdmx_request_free(a, x);
+  rdmx_finalize(a);
+  rdmx_finalize(b);
+}
+
+// A large read is split with the sender (shm_split_read.cpp), but a sender that does not
+// come back to its progress (computing, say) holds up nothing: the receiver copies
+// every part itself. Here the sender is not driven at all until the receives are done.
+TEST_F(Shm, SplitReadsCompleteWhileTheirSenderIsBusy) {
+  rdmx_context_t* a = open_rank("shm", 0, 2, 9);
+  rdmx_context_t* b = open_rank("shm", 1, 2, 9);
+  ASSERT_TRUE(a && b);
+  connect_pair(a, b);
+  rdmx_status_info_t st{};
+  constexpr uint64_t kLen = (1 << 20) + 4097;
+  constexpr int kN = 3;
+  std::vector<std::vector<uint8_t>> out(kN, std::vector<uint8_t>(kLen)), in(out);
+  std::vector<rdmx_request_t*> sends(kN), recvs(kN);
+  for (int i = 0; i < kN; ++i) {
+    for (uint64_t j = 0; j < kLen; ++j) out[size_t(i)][j] = byte_of(i, j);
+    ASSERT_EQ(
+        rdmx_irecv(b, 0, 0, 2, in[size_t(i)].data(), kLen, nullptr, nullptr, &recvs[size_t(i)]),
+        RDMX_OK);
+    ASSERT_EQ(
+        rdmx_isend(a, 1, 0, 2, out[size_t(i)].data(), kLen, 0, nullptr, nullptr, &sends[size_t(i)]),
+        RDMX_OK);
+  }
+  for (int i = 0; i < kN; ++i) {
+    ASSERT_TRUE(drive({b}, recvs[size_t(i)], &st, 5000))
+        << "receive " << i << " waited on its sender";
+    EXPECT_EQ(st.error, RDMX_OK);
+    EXPECT_EQ(st.length, kLen);
+    EXPECT_TRUE(in[size_t(i)] == out[size_t(i)]) << "receive " << i;
+    rdmx_request_free(b, recvs[size_t(i)]);
+  }
+  for (int i = 0; i < kN; ++i) {
+    EXPECT_TRUE(drive({a, b}, sends[size_t(i)], &st, 5000));
+    rdmx_request_free(a, sends[size_t(i)]);
+  }
+  rdmx_finalize(a);
+  rdmx_finalize(b);
 }
 
 }  // namespace

@@ -64,6 +64,16 @@ struct CopyRead {
   bool failed;
 };
 
+// A split read this side started (shm_split_read.cpp), by its entry in this side's
+// segment: Open until both parts are copied, Closing until the peer lets go of the entry.
+struct SplitState {
+  enum Kind : uint8_t { Free, Open, Closing };
+  Kind kind = Free;
+  uint64_t wr = 0;
+  uint64_t mine = 0;  // bytes this side copied
+  uint64_t seq = 0;   // in the order the reads started
+};
+
 struct Conn : Watch {
   enum class State : uint8_t { Idle, Connecting, Established, Broken };
   void* user = nullptr;
@@ -101,6 +111,18 @@ struct Conn : Watch {
   std::vector<int64_t> slot_read;  // read id per staging slot, -1 if free
   std::vector<uint64_t> slot_offset;
   std::vector<uint32_t> free_slots;
+
+  // Split reads: the entries in this side's segment (this side reads) and in the peer's
+  // (the peer reads this side's memory).
+  SplitRead* splits = nullptr;
+  std::vector<SplitState> split_state;
+  uint32_t splits_open = 0;
+  uint64_t split_seq = 0;         // reads started
+  uint64_t split_oldest = 0;      // the seq of the oldest open read, when last looked at
+  uint64_t split_since_ns = 0;    // since when it has been the oldest
+  bool split_peer_serves = true;  // the peer copied the last back part it could have
+  SplitRead* peer_splits = nullptr;
+  uint32_t peer_splits_cap = 0;
 
   // Sends since the last arrival from the peer: more than one, and this side is
   // streaming rather than answering.

@@ -18,6 +18,8 @@ namespace {
 // Copy reads go through this many staging slots per direction, each this large.
 constexpr uint32_t kStagingSlots = 4;
 constexpr uint32_t kStagingSlotLen = 64 * 1024;
+// Split reads in flight per connection; a read beyond them is not split.
+constexpr uint32_t kSplitEntries = 16;
 
 }  // namespace
 
@@ -32,8 +34,9 @@ bool layout_valid(const SegmentHeader& h, size_t size) {
          inside(h.read_reqs_off, uint64_t(h.read_reqs_cap) * sizeof(ReadRequest)) &&
          inside(h.buffers_off, h.buffers_len) &&
          inside(h.staging_off, uint64_t(h.staging_slots) * h.staging_slot_len) &&
-         h.posted_off % alignof(PostedRecv) == 0 && h.arrivals_off % alignof(Arrival) == 0 &&
-         h.read_reqs_off % alignof(ReadRequest) == 0;
+         inside(h.splits_off, uint64_t(h.splits_cap) * sizeof(SplitRead)) &&
+         h.splits_off % alignof(SplitRead) == 0 && h.posted_off % alignof(PostedRecv) == 0 &&
+         h.arrivals_off % alignof(Arrival) == 0 && h.read_reqs_off % alignof(ReadRequest) == 0;
 }
 
 Fabric::~Fabric() {
@@ -49,6 +52,7 @@ int Fabric::open(const Settings& s, int32_t, std::string& err) {
   rd_atomic_ = uint32_t(s.max_rd_atomic);
   domain_ = std::hash<std::string>{}(s.shm_domain);
   cma_wanted_ = s.shm_read != "copy";
+  split_min_ = s.shm_split_read;
   prefetch_ = prefetch_for_write_supported();
   if (s.shm_read == "cma") {
     std::string why;
@@ -154,7 +158,7 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
 
 int Fabric::recv_memory(Conn* c, uint32_t count, uint32_t buf_size, uint8_t** out,
                         std::string& err) {
-  SegmentShape shape{count * buf_size, count, kStagingSlots, kStagingSlotLen};
+  SegmentShape shape{count * buf_size, count, kStagingSlots, kStagingSlotLen, kSplitEntries};
   if (uint64_t(count) * buf_size > (uint64_t(1) << 31)) {
     err = "receive buffers of " + std::to_string(uint64_t(count) * buf_size) +
           " bytes per connection exceed the shared-memory fabric's 2 GiB";
@@ -171,6 +175,9 @@ int Fabric::recv_memory(Conn* c, uint32_t count, uint32_t buf_size, uint8_t** ou
   c->slot_offset.assign(kStagingSlots, 0);
   for (uint32_t i = kStagingSlots; i-- > 0;) c->free_slots.push_back(i);
   auto* h = c->in_h;
+  c->splits = reinterpret_cast<SplitRead*>(c->in.base() + h->splits_off);
+  for (uint32_t i = 0; i < h->splits_cap; ++i) new (&c->splits[i]) SplitRead{};
+  c->split_state.assign(h->splits_cap, SplitState{});
   c->posted.bind(&h->posted, reinterpret_cast<PostedRecv*>(c->in.base() + h->posted_off),
                  h->posted_cap);
   c->arrivals.bind(&h->arrivals, reinterpret_cast<Arrival*>(c->in.base() + h->arrivals_off),
@@ -204,6 +211,8 @@ bool Fabric::attach_peer(Conn* c, int fd, uint64_t probe_addr, std::string& err)
                         o.arrivals_cap);
   c->peer_reads.bind(&c->out_h->read_reqs, reinterpret_cast<ReadRequest*>(b + o.read_reqs_off),
                      o.read_reqs_cap);
+  c->peer_splits = reinterpret_cast<SplitRead*>(b + o.splits_off);
+  c->peer_splits_cap = o.splits_cap;
   c->cma = false;
   if (cma_wanted_ && c->pid > 0) {
     uint32_t magic = 0;
@@ -263,6 +272,12 @@ void Fabric::take_other(Conn* c, const Arrival* a) {
     c->arrivals.pop();
     return;
   }
+  if (a->kind == Arrival::SplitRead) {
+    uint32_t entry = a->buf.token;
+    c->arrivals.pop();
+    serve_split(c, entry);
+    return;
+  }
   Arrival copy;
   __builtin_memcpy(static_cast<void*>(&copy), a, sizeof copy);
   c->arrivals.pop();
@@ -302,6 +317,7 @@ void Fabric::break_conn(Conn* c, fabric::Failure why, const std::string& text) {
   std::erase(live_, c);
   std::erase(ends_, c);
   fail_copy_reads(c, fabric::Failure::Flushed);
+  fail_splits(c, fabric::Failure::Flushed);
   if (c->sock >= 0) {
     ::epoll_ctl(epfd_, EPOLL_CTL_DEL, c->sock, nullptr);
     ::shutdown(c->sock, SHUT_RDWR);  // the peer sees the end
@@ -324,7 +340,7 @@ int Fabric::wait(int timeout_ms) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   auto idle = [this] {
     for (Conn* c : live_)
-      if (!c->arrivals.empty() || !c->read_reqs.empty() ||
+      if (!c->arrivals.empty() || !c->read_reqs.empty() || c->splits_open ||
           (c->room_wanted && !c->peer_arrivals.full(c->room_wanted)))
         return false;
     return true;

@@ -188,6 +188,15 @@ class Fabric {
 
   // Reads (shm_read.cpp).
   bool cma_read(Conn* c, void* local, uint64_t len, uint64_t raddr, fabric::Failure& f);
+  // Split reads (shm_split_read.cpp): a large cross-memory read whose copy the peer
+  // shares. split_read returns false where it cannot start one (no free entry, no room
+  // in the peer's queue): the caller reads alone.
+  bool split_read(Conn* c, uint8_t* local, uint64_t len, uint64_t raddr, uint64_t wr);
+  bool take_back(Conn* c, uint32_t entry);
+  void split_failed(Conn* c, uint32_t entry, fabric::Failure f);
+  void serve_split(Conn* c, uint32_t entry);
+  void finish_splits(Conn* c);
+  void fail_splits(Conn* c, fabric::Failure f);
   void issue_pieces(Conn* c);
   void serve_reads(Conn* c);
   void on_piece(Conn* c, const Arrival& a);
@@ -211,6 +220,7 @@ class Fabric {
   uint32_t next_serial_ = 1;
   uint32_t rd_atomic_ = 16;
   bool cma_wanted_ = true;  // RDMX_SHM_READ is not "copy"
+  uint64_t split_min_ = 0;  // RDMX_SHM_SPLIT_READ: the smallest read to split; 0: none
   bool prefetch_ = false;   // the processor has prefetch_for_write (prefetch_next)
   uint32_t calls_ = 0;
   bool sockets_due_ = false;   // run the sockets on the next progress
@@ -389,6 +399,8 @@ int Fabric::progress(Sink& sink) {
     if (n) c->sends_in_row = 0;
     if (c->established() && !c->read_reqs.empty()) [[unlikely]]
       serve_reads(c);
+    if (c->splits_open) [[unlikely]]
+      finish_splits(c);
   }
   if (waiting_room_) [[unlikely]]
     offer_room(sink);

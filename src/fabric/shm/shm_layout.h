@@ -9,6 +9,7 @@
 //   arrivals   peer  -> owner  a small SEND itself, a SEND that landed in a posted
 //                              buffer, or a staged read piece
 //   read_reqs  peer  -> owner  the peer asks for a piece of the owner's memory (copy reads)
+//   splits     owner <-> peer  reads the owner shares with the peer (SplitRead), one each
 //
 // The offsets in the header are checked against the segment's size when it is attached:
 // a segment is input from another process.
@@ -23,7 +24,7 @@
 namespace rdmx::shm {
 
 constexpr uint32_t kSegmentMagic = 0x53584d52;  // "RMXS"
-constexpr uint32_t kLayoutVersion = 5;
+constexpr uint32_t kLayoutVersion = 6;
 constexpr size_t kCacheLine = 64;
 
 // A single-producer single-consumer queue's indices, each on its own cache line so that
@@ -55,7 +56,8 @@ static_assert(sizeof(PostedRecv) == 16);
 // takes two slots, a line of its own: two of them in one line cost more than they
 // save, as the receiver reads the line while the sender writes its other half. An
 // entry of more than one slot starts a line (a Pad entry fills the slot before it if
-// need be). ReadPiece* names the staging slot.
+// need be). ReadPiece* names the staging slot; SplitRead the split entry in the
+// sender's segment.
 struct alignas(32) Arrival {
   enum Kind : uint8_t {
     Recv = 1,
@@ -63,11 +65,13 @@ struct alignas(32) Arrival {
     ReadPiece = 3,
     ReadPieceFailed = 4,
     Pad = 5,
-    RecvShort = 6
+    RecvShort = 6,
+    SplitRead = 7
   };
   struct BufRef {
     uint32_t len;
-    uint32_t token;  // Recv: the posted buffer's token; ReadPiece*: the staging slot
+    uint32_t token;  // Recv: the posted buffer's token; ReadPiece*: the staging slot;
+                     // SplitRead: the split entry
   };
   static constexpr uint32_t kFirstBytes = 24;
   static constexpr uint32_t kMoreBytes = 28;
@@ -128,6 +132,23 @@ struct ReadRequest {
   uint32_t slot;  // where in the requester's staging area the piece goes
 };
 
+// A cross-memory READ of a large buffer, shared between the two processes
+// (shm_split_read.cpp): the reader, who owns the segment, copies the front part by
+// process_vm_readv while the peer whose memory it reads copies the back part by
+// process_vm_writev straight into the reader's buffer. Whichever side claims the back
+// part first copies it: the reader claims it once its front part is done, so the read
+// never waits on a peer that does not come.
+struct alignas(kCacheLine) SplitRead {
+  std::atomic<uint32_t> back_claimed;  // by either side, once
+  std::atomic<uint32_t> failed;        // the peer could not copy the back part
+  std::atomic<uint32_t> finished;      // the peer will not touch this entry again
+  std::atomic<uint64_t> done;          // bytes the peer has copied (or failed to)
+  uint64_t raddr;                      // the buffer, in the peer's address space
+  uint64_t local;                      // the destination, in the reader's
+  uint64_t len;
+  uint64_t front;  // bytes of the front part; the back part is the rest
+};
+
 // The segment's first bytes. Sizes are fixed when the owner creates it.
 struct alignas(kCacheLine) SegmentHeader {
   uint32_t magic;
@@ -138,6 +159,7 @@ struct alignas(kCacheLine) SegmentHeader {
   uint32_t read_reqs_off, read_reqs_cap;
   uint32_t buffers_off, buffers_len;  // the owner's receive buffers
   uint32_t staging_off, staging_slots, staging_slot_len;
+  uint32_t splits_off, splits_cap;
   alignas(kCacheLine) std::atomic<uint32_t> sleeping;  // the owner waits: wake it by socket
   // Of these two only head is used: the entries carry their own sequence.
   alignas(kCacheLine) QueueIndices posted;
@@ -151,6 +173,7 @@ struct SegmentShape {
   uint32_t posted_cap;   // receive buffers that may be posted at once
   uint32_t staging_slots;
   uint32_t staging_slot_len;
+  uint32_t splits;  // split reads in flight at once
 };
 
 inline uint32_t pow2_at_least(uint32_t n) {
@@ -173,7 +196,9 @@ inline size_t lay_out(const SegmentShape& s, SegmentHeader* h) {
   size_t arrivals = off;
   off = align(off + arrivals_cap * sizeof(Arrival), kCacheLine);
   size_t reqs = off;
-  off = align(off + read_reqs_cap * sizeof(ReadRequest), 4096);
+  off = align(off + read_reqs_cap * sizeof(ReadRequest), kCacheLine);
+  size_t splits = off;
+  off = align(off + size_t(s.splits) * sizeof(SplitRead), 4096);
   size_t buffers = off;
   off = align(off + s.buffers_len, 4096);
   size_t staging = off;
@@ -193,6 +218,8 @@ inline size_t lay_out(const SegmentShape& s, SegmentHeader* h) {
     h->staging_off = uint32_t(staging);
     h->staging_slots = s.staging_slots;
     h->staging_slot_len = s.staging_slot_len;
+    h->splits_off = uint32_t(splits);
+    h->splits_cap = s.splits;
   }
   return off;
 }

@@ -21,6 +21,9 @@ int Fabric::read(Conn* c, void* local, uint64_t len, const Region&, uint64_t rad
     return RDMX_OK;
   }
   if (c->cma) {
+    if (split_min_ && len >= split_min_ &&
+        split_read(c, static_cast<uint8_t*>(local), len, raddr, wr))
+      return RDMX_OK;
     fabric::Failure f = fabric::Failure::Other;
     if (cma_read(c, local, len, raddr, f)) {
       complete(Completion::ReadDone, fabric::Failure::Other, wr, c->user);

@@ -25,6 +25,16 @@ constexpr SettingDecl kDecls[] = {
              "process_vm_readv (an error if not permitted); copy = through the shared "
              "segment, the sender's progress copying; auto = cma where permitted, else copy",
      .store_text = store_text<&Settings::shm_read>},
+    {.name = "RDMX_SHM_SPLIT_READ",
+     .type = RDMX_SETTING_INT,
+     .def = 128 << 10,
+     .min = 0,
+     .max = int64_t(1) << 40,
+     .help = "the smallest shared-memory rendezvous read (bytes) whose copy the sender "
+             "shares: the receiver reads one half across memory while the sender's "
+             "progress writes the other (process_vm_writev); the receiver takes both when "
+             "the sender is busy; 0 = the receiver always copies alone",
+     .store_int = store_int<&Settings::shm_split_read>},
     {.name = "RDMX_SHM_DOMAIN",
      .type = RDMX_SETTING_TEXT,
      .def_text = "",

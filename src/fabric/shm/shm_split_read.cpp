@@ -1,0 +1,197 @@
+// Split reads: a large cross-memory READ whose copy both processes share.
+//
+// One process_vm_readv copies at what one core can move, while the process whose buffer
+// is read sits in its progress loop waiting for the rendezvous to finish. Here the
+// reader lays the read out in an entry of its own segment (SplitRead), tells the peer
+// through its arrivals queue, and copies the front half; the peer, on the entry, copies
+// the back half with process_vm_writev straight into the reader's buffer, so that both
+// cores copy at once.
+//
+// The halves stay with their sides from one read to the next, so that each side's half
+// of a reused buffer stays in its own cache: when the back half went to whichever side
+// came first, its lines moved between the cores and windows of 256 KiB lost a third.
+// So while the peer works through earlier back halves the reader goes on to the next
+// read's front half, and takes a back half itself only where the peer is not serving:
+// at once if the peer did not copy the last one it could have, else once it is the
+// oldest left and has waited kPeerGraceNs. A read never waits on a busy peer for long.
+// The peer copies only from memory it registered for remote reads.
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <ctime>
+
+#include "fabric/shm/shm_fabric.h"
+
+namespace rdmx::shm {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+// A peer that serves claims a back half within a microsecond of reaching it.
+constexpr uint64_t kPeerGraceNs = 20000;
+
+// The front part: half, on a page boundary.
+uint64_t front_of(uint64_t len) { return ((len + 1) / 2 + kPage - 1) & ~(kPage - 1); }
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+
+// Writes len bytes of this process's memory at from to the peer's at to; false if the
+// kernel refused part of it.
+bool cma_write(pid_t pid, uint64_t to, uint64_t from, uint64_t len) {
+  uint64_t done = 0;
+  while (done < len) {
+    iovec l{reinterpret_cast<void*>(from + done), len - done};
+    iovec r{reinterpret_cast<void*>(to + done), len - done};
+    ssize_t n = ::process_vm_writev(pid, &l, 1, &r, 1, 0);
+    if (n <= 0) return false;
+    done += uint64_t(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool Fabric::split_read(Conn* c, uint8_t* local, uint64_t len, uint64_t raddr, uint64_t wr) {
+  uint64_t front = front_of(len);
+  if (front >= len || c->peer_arrivals.full(1)) return false;
+  // An entry is free once its read is done and the peer has let go of it.
+  uint32_t e = 0;
+  for (; e < c->split_state.size(); ++e) {
+    SplitState& st = c->split_state[e];
+    if (st.kind == SplitState::Closing && c->splits[e].finished.load(std::memory_order_acquire))
+      st.kind = SplitState::Free;
+    if (st.kind == SplitState::Free) break;
+  }
+  if (e == c->split_state.size()) return false;
+  SplitRead& s = c->splits[e];
+  s.back_claimed.store(0, std::memory_order_relaxed);
+  s.failed.store(0, std::memory_order_relaxed);
+  s.finished.store(0, std::memory_order_relaxed);
+  s.done.store(0, std::memory_order_relaxed);
+  s.raddr = raddr;
+  s.local = reinterpret_cast<uintptr_t>(local);
+  s.len = len;
+  s.front = front;
+  Arrival& a = c->peer_arrivals.next();
+  a.kind = Arrival::SplitRead;
+  a.buf = {0, e};
+  c->peer_arrivals.commit(a);  // publishes the entry's fields with it
+  wake_peer(c);
+  SplitState& st = c->split_state[e];
+  st = {SplitState::Open, wr, 0, ++c->split_seq};
+  ++c->splits_open;
+  fabric::Failure f = fabric::Failure::Other;
+  if (!cma_read(c, local, front, raddr, f)) return split_failed(c, e, f), true;
+  st.mine = front;
+  // Alone, the read's back half is the peer's now or never: a serving peer has claimed
+  // it while the front was copied.
+  if ((c->splits_open == 1 || !c->split_peer_serves) && !take_back(c, e)) return true;
+  finish_splits(c);
+  return true;
+}
+
+// Copies the back half of this side's split read e if the peer has not claimed it;
+// false if the read failed.
+bool Fabric::take_back(Conn* c, uint32_t e) {
+  SplitRead& s = c->splits[e];
+  if (s.back_claimed.exchange(1, std::memory_order_acq_rel)) return true;
+  c->split_peer_serves = false;
+  fabric::Failure f = fabric::Failure::Other;
+  if (!cma_read(c, reinterpret_cast<uint8_t*>(s.local) + s.front, s.len - s.front,
+                s.raddr + s.front, f)) {
+    split_failed(c, e, f);
+    return false;
+  }
+  c->split_state[e].mine = s.len;
+  return true;
+}
+
+void Fabric::split_failed(Conn* c, uint32_t e, fabric::Failure f) {
+  c->splits[e].back_claimed.store(1, std::memory_order_relaxed);  // the peer need not start
+  c->split_state[e].kind = SplitState::Closing;
+  --c->splits_open;
+  f = f == fabric::Failure::Flushed ? f : fabric::Failure::RemoteAccess;
+  complete(Completion::WrError, f, c->split_state[e].wr, c->user);
+  break_conn(c, f,
+             f == fabric::Failure::Flushed ? "the local peer is gone"
+                                           : "the peer's buffer is not readable at that address");
+}
+
+// The peer asks this side to copy the back half of a read of this side's memory.
+void Fabric::serve_split(Conn* c, uint32_t entry) {
+  if (entry >= c->peer_splits_cap) {
+    break_conn(c, fabric::Failure::Other,
+               "the peer asked for a split read of entry " + std::to_string(entry) +
+                   " (its segment has " + std::to_string(c->peer_splits_cap) + ")");
+    return;
+  }
+  SplitRead& s = c->peer_splits[entry];
+  uint64_t raddr = s.raddr, to = s.local, len = s.len, front = s.front;
+  // Only what this side registered for remote reads, and only where the kernel lets it
+  // write to the peer (else the peer copies alone).
+  if (c->cma && front < len && readable(raddr, len) &&
+      !s.back_claimed.exchange(1, std::memory_order_acq_rel)) {
+    if (!cma_write(c->pid, to + front, raddr + front, len - front))
+      s.failed.store(1, std::memory_order_relaxed);
+    s.done.store(len - front, std::memory_order_release);
+  }
+  s.finished.store(1, std::memory_order_release);
+}
+
+// Completes every split read whose halves are both copied, and copies the back half of
+// the oldest one left where the peer does not.
+void Fabric::finish_splits(Conn* c) {
+  uint32_t oldest = UINT32_MAX;
+  for (uint32_t e = 0; e < c->split_state.size(); ++e) {
+    SplitState& st = c->split_state[e];
+    if (st.kind != SplitState::Open) continue;
+    const SplitRead& s = c->splits[e];
+    uint64_t theirs = s.done.load(std::memory_order_acquire);
+    if (st.mine + theirs != s.len) {
+      if (oldest == UINT32_MAX || st.seq < c->split_state[oldest].seq) oldest = e;
+      continue;
+    }
+    st.kind = SplitState::Closing;
+    --c->splits_open;
+    if (theirs) c->split_peer_serves = true;
+    if (s.failed.load(std::memory_order_relaxed)) {
+      complete(Completion::WrError, fabric::Failure::RemoteAccess, st.wr, c->user);
+      break_conn(c, fabric::Failure::RemoteAccess,
+                 "the peer could not write its part of a split read (process_vm_writev)");
+      return;
+    }
+    complete(Completion::ReadDone, fabric::Failure::Other, st.wr, c->user);
+  }
+  if (oldest == UINT32_MAX || c->splits[oldest].back_claimed.load(std::memory_order_relaxed))
+    return;  // none left, or the peer is copying the oldest one's back half
+  uint64_t now = now_ns();
+  if (c->split_oldest != c->split_state[oldest].seq) {
+    c->split_oldest = c->split_state[oldest].seq;
+    c->split_since_ns = now;
+  }
+  if (c->split_peer_serves && now - c->split_since_ns < kPeerGraceNs) return;
+  if (!take_back(c, oldest)) return;
+  SplitState& st = c->split_state[oldest];
+  if (st.mine != c->splits[oldest].len) return;  // the peer claimed it meanwhile
+  st.kind = SplitState::Closing;
+  --c->splits_open;
+  complete(Completion::ReadDone, fabric::Failure::Other, st.wr, c->user);
+}
+
+// The connection went down: split reads not yet done fail. A back half the peer is
+// copying may still land in its buffer, with the bytes that belong there.
+void Fabric::fail_splits(Conn* c, fabric::Failure f) {
+  for (uint32_t e = 0; e < c->split_state.size() && c->splits_open; ++e) {
+    SplitState& st = c->split_state[e];
+    if (st.kind != SplitState::Open) continue;
+    st.kind = SplitState::Closing;
+    --c->splits_open;
+    complete(Completion::WrError, f, st.wr, c->user);
+  }
+}
+
+}  // namespace rdmx::shm
