@@ -183,6 +183,14 @@ class Engine {
                                    bool ctrl, Req* owner = nullptr, bool completes = false);
   [[gnu::always_inline]] bool post_inline(Link<F>& l, wire::Header& h, const fabric::Sge* sge,
                                           int n, bool ctrl, bool uncredited);
+  // post_inline of a short header and its payload (a fabric may send those without a
+  // gather list: send_short).
+  [[gnu::always_inline]] bool post_short(Link<F>& l, wire::Header& h, const void* payload,
+                                         uint32_t len, bool uncredited);
+  // The bookkeeping around one inline send, which send(flags, wr) posts.
+  template <class Send>
+  [[gnu::always_inline]] bool post_inline_by(Link<F>& l, wire::Header& h, bool ctrl,
+                                             bool uncredited, Send send);
   [[gnu::noinline]] bool post_bounce(Link<F>& l, wire::Header& h, const void* extra,
                                      uint32_t extra_len, const void* payload, uint64_t payload_len,
                                      bool ctrl, bool uncredited, Req* owner, bool completes);

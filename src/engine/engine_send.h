@@ -26,14 +26,7 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
   if (l && !(flags & RDMX_SEND_SYNC) && !p.pending && len < l->state.inline_eager_below() &&
       (free || l->credits.available() > 0) && l->sq.has_room()) [[likely]] {
     wire::Header h = short_header(cid, tag);
-    fabric::Sge sge[2];
-    sge[0].addr = &h;
-    sge[0].len = wire::kShortBytes;
-    sge[0].desc = nullptr;
-    sge[1].addr = buf;
-    sge[1].len = uint32_t(len);
-    sge[1].desc = nullptr;
-    if (post_inline(*l, h, sge, len ? 2 : 1, false, free)) [[likely]] {
+    if (post_short(*l, h, buf, uint32_t(len), free)) [[likely]] {
       ++stats_.eager_sends;
       if (flags & RDMX_SEND_NO_REQUEST_IF_DONE) {
         *out = nullptr;
@@ -194,12 +187,36 @@ inline bool Engine<F>::post(Link<F>& l, wire::Header& h, const void* extra, uint
   return post_inline(l, h, sge, n, ctrl, free);
 }
 
-// An inline SEND of sge (sge[0] is h). Inline sends are signaled one in signal_every
-// (and when a flush asks): that completion retires every send before it, and says how
-// many in its id.
+// An inline SEND of sge (sge[0] is h).
 template <fabric::Fabric F>
 inline bool Engine<F>::post_inline(Link<F>& l, wire::Header& h, const fabric::Sge* sge, int n,
                                    bool ctrl, bool uncredited) {
+  return post_inline_by(
+      l, h, ctrl, uncredited, [&](uint32_t flags, uint64_t wr) __attribute__((always_inline)) {
+        return fabric_.send(l.conn, sge, n, flags, wr);
+      });
+}
+
+template <fabric::Fabric F>
+inline bool Engine<F>::post_short(Link<F>& l, wire::Header& h, const void* payload, uint32_t len,
+                                  bool uncredited) {
+  if constexpr (requires { fabric_.send_short(l.conn, h, payload, len, 0u, uint64_t{}); }) {
+    return post_inline_by(
+        l, h, false, uncredited, [&](uint32_t flags, uint64_t wr) __attribute__((always_inline)) {
+          return fabric_.send_short(l.conn, h, payload, len, flags, wr);
+        });
+  } else {
+    fabric::Sge sge[2] = {{&h, wire::kShortBytes, nullptr}, {payload, len, nullptr}};
+    return post_inline(l, h, sge, len ? 2 : 1, false, uncredited);
+  }
+}
+
+// Inline sends are signaled one in signal_every (and when a flush asks): that completion
+// retires every send before it, and says how many in its id.
+template <fabric::Fabric F>
+template <class Send>
+inline bool Engine<F>::post_inline_by(Link<F>& l, wire::Header& h, bool ctrl, bool uncredited,
+                                      Send send) {
   stamp(l, h);
   uint32_t unsignaled = l.sq.next_inline();  // counting this one
   uint32_t flags = fabric::kSendInline;
@@ -209,7 +226,7 @@ inline bool Engine<F>::post_inline(Link<F>& l, wire::Header& h, const fabric::Sg
     wr = wr_id(kWrInline, unsignaled);  // the sends its completion retires
     unsignaled = 0;
   }
-  int rc = fabric_.send(l.conn, sge, n, flags, wr);
+  int rc = send(flags, wr);
   if (rc != RDMX_OK) [[unlikely]]
     return send_failed(l, rc);
   l.sq.posted_inline(unsignaled);

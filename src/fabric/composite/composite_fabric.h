@@ -20,6 +20,7 @@
 #include "fabric/fabric.h"
 #include "fabric/relay.h"
 #include "fabric/shm/shm_fabric.h"
+#include "protocol/wire.h"
 
 namespace rdmx::composite {
 
@@ -225,6 +226,13 @@ class Fabric {
                                   uint64_t wr) {
     if (c->shm) return shm_.send(c->shm, sge, n, flags, wr);
     return net_.send(c->net, sge, n, flags, wr);
+  }
+  // The engine's short messages: through shared memory without a gather list.
+  [[gnu::always_inline]] int send_short(Conn* c, const wire::Header& h, const void* payload,
+                                        uint32_t len, uint32_t flags, uint64_t wr) {
+    if (c->shm) return shm_.send_short(c->shm, h, payload, len, flags, wr);
+    fabric::Sge sge[2] = {{&h, wire::kShortBytes, nullptr}, {payload, len, nullptr}};
+    return net_.send(c->net, sge, len ? 2 : 1, flags, wr);
   }
   int read(Conn* c, void* local, uint64_t len, const Region& r, uint64_t raddr, uint64_t rkey,
            uint64_t wr) {

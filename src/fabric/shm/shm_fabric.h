@@ -127,6 +127,10 @@ class Fabric {
   int post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r);
   [[gnu::always_inline]] int send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags,
                                   uint64_t wr);
+  // send() of the engine's short header h and len bytes of payload, without the gather
+  // list: most such messages take one queue slot, written straight from h and payload.
+  [[gnu::always_inline]] int send_short(Conn* c, const wire::Header& h, const void* payload,
+                                        uint32_t len, uint32_t flags, uint64_t wr);
   int read(Conn* c, void* local, uint64_t len, const Region& r, uint64_t raddr, uint64_t rkey,
            uint64_t wr);
 
@@ -299,6 +303,26 @@ inline int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, 
   }
   c->peer_arrivals.commit(a, slots);
   if (++c->sends_in_row > 1 && small && prefetch_) prefetch_next(c, slots);
+  wake_peer(c);
+  if (flags & fabric::kSendSignaled)
+    complete(Completion::SendDone, fabric::Failure::Other, wr, c->user);
+  return RDMX_OK;
+}
+
+inline int Fabric::send_short(Conn* c, const wire::Header& h, const void* payload, uint32_t len,
+                              uint32_t flags, uint64_t wr) {
+  if (!goes_short(&h, len)) [[unlikely]] {
+    fabric::Sge sge[2] = {{&h, wire::kShortBytes, nullptr}, {payload, len, nullptr}};
+    return send(c, sge, len ? 2 : 1, flags, wr);
+  }
+  if (!c->established()) [[unlikely]]
+    return send_error(c, fabric::Failure::RnrRetryExceeded, wr, "the connection is not open");
+  if (c->peer_arrivals.full(1)) [[unlikely]]
+    return queue_full(c, 1);
+  Arrival& a = c->peer_arrivals.next();
+  write_short(reinterpret_cast<ArrivalShort&>(a), &h, payload, len);
+  c->peer_arrivals.commit(a);
+  if (++c->sends_in_row > 1 && prefetch_) prefetch_next(c, 1);
   wake_peer(c);
   if (flags & fabric::kSendSignaled)
     complete(Completion::SendDone, fabric::Failure::Other, wr, c->user);
