@@ -148,18 +148,16 @@ static inline int mtl_rdmx_end_call(int rc, const char* call) {
   return mtl_rdmx_end_call_slow(rc, call);
 }
 
-static void mtl_rdmx_prepare(mtl_rdmx_request_t* r, int kind, struct ompi_communicator_t* comm,
-                             struct opal_convertor_t* convertor, void* buf, size_t len,
-                             bool free_after) {
-  r->kind = kind;
+/* A receive: what its completion and a cancel read, and where it lands (the user's
+ * memory, or a buffer to unpack from). */
+static inline int mtl_rdmx_prepare_recv(mtl_rdmx_request_t* r, struct ompi_communicator_t* comm,
+                                        struct opal_convertor_t* convertor) {
+  r->kind = MTL_RDMX_RECV;
   r->state = MTL_RDMX_POSTED;
   r->comm = comm;
   r->convertor = convertor;
-  r->buf = buf;
-  r->length = len;
-  r->free_after = free_after;
   r->rreq = NULL;
-  r->next = NULL;
+  return ompi_mtl_datatype_recv_buf(convertor, &r->buf, &r->length, &r->free_after);
 }
 
 /* A request that could not start (rdmx refused it, or its buffer or peer could not be
@@ -201,12 +199,18 @@ static int mtl_rdmx_send_buf(struct opal_convertor_t* convertor, void** buf, siz
   return ompi_mtl_datatype_pack(convertor, buf, len, free_after);
 }
 
-static int mtl_rdmx_start_send(struct ompi_communicator_t* comm, int dest, int tag,
-                               struct opal_convertor_t* convertor, mca_pml_base_send_mode_t mode,
-                               mtl_rdmx_request_t* r) {
+/* A send. Only what a send's completion reads is set: its kind, and the buffer to free
+ * (mtl_rdmx_send_buf). */
+int mtl_rdmx_isend(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t* comm, int dest,
+                   int tag, struct opal_convertor_t* convertor, mca_pml_base_send_mode_t mode,
+                   bool blocking, mca_mtl_request_t* mtl_request) {
+  (void)mtl;
+  (void)blocking;
+  mtl_rdmx_request_t* r = (mtl_rdmx_request_t*)mtl_request;
   int32_t peer = mtl_rdmx_world_rank(comm, dest);
   if (OPAL_UNLIKELY(peer < 0)) return OMPI_ERR_BAD_PARAM;
-  mtl_rdmx_prepare(r, MTL_RDMX_SEND, comm, convertor, NULL, 0, false);
+  r->kind = MTL_RDMX_SEND;
+  r->free_after = false;
   if (OPAL_UNLIKELY(!__atomic_load_n(&M->peer_added[peer], __ATOMIC_ACQUIRE)) &&
       OMPI_SUCCESS != mtl_rdmx_add_peer(peer))
     return mtl_rdmx_fail_start(r, RDMX_ERR_UNREACHABLE);
@@ -218,32 +222,19 @@ static int mtl_rdmx_start_send(struct ompi_communicator_t* comm, int dest, int t
    * it is finished here, without a callback, a queue or a release. */
   uint32_t flags = RDMX_SEND_NO_REQUEST_IF_DONE;
   if (MCA_PML_BASE_SEND_SYNCHRONOUS == mode) flags |= RDMX_SEND_SYNC;
+  rdmx_request_t* rreq = NULL;
   OPAL_THREAD_LOCK(&M->lock);
   int rc = rdmx_isend(M->ctx, peer, mtl_rdmx_cid(comm), tag, r->buf, r->length, flags,
-                      mtl_rdmx_completed, r, &r->rreq);
-  bool done = RDMX_OK == rc && NULL == r->rreq;
+                      mtl_rdmx_completed, r, &rreq);
+  if (OPAL_LIKELY(RDMX_OK == rc)) r->rreq = rreq;
   rc = mtl_rdmx_end_call(rc, "rdmx_isend");
   if (OPAL_UNLIKELY(RDMX_OK != rc)) return mtl_rdmx_fail_start(r, rc);
-  if (OPAL_LIKELY(done)) {
+  if (OPAL_LIKELY(NULL == rreq)) {
     r->status.error = RDMX_OK;
-    r->state = MTL_RDMX_COMPLETED;
     mtl_rdmx_finish_send(r);
     r->super.completion_callback(&r->super);
   }
   return OMPI_SUCCESS;
-}
-
-/* Where a receive lands: the user's memory, or a buffer to unpack from. */
-static int mtl_rdmx_recv_buf(mtl_rdmx_request_t* r) {
-  return ompi_mtl_datatype_recv_buf(r->convertor, &r->buf, &r->length, &r->free_after);
-}
-
-int mtl_rdmx_isend(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t* comm, int dest,
-                   int tag, struct opal_convertor_t* convertor, mca_pml_base_send_mode_t mode,
-                   bool blocking, mca_mtl_request_t* mtl_request) {
-  (void)mtl;
-  (void)blocking;
-  return mtl_rdmx_start_send(comm, dest, tag, convertor, mode, (mtl_rdmx_request_t*)mtl_request);
 }
 
 static void mtl_rdmx_blocking_done(mca_mtl_request_t* req) {
@@ -252,12 +243,11 @@ static void mtl_rdmx_blocking_done(mca_mtl_request_t* req) {
 
 int mtl_rdmx_send(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t* comm, int dest,
                   int tag, struct opal_convertor_t* convertor, mca_pml_base_send_mode_t mode) {
-  (void)mtl;
   mtl_rdmx_request_t r;
   memset(&r, 0, sizeof r);
   r.super.ompi_req = NULL;
   r.super.completion_callback = mtl_rdmx_blocking_done;
-  int ret = mtl_rdmx_start_send(comm, dest, tag, convertor, mode, &r);
+  int ret = mtl_rdmx_isend(mtl, comm, dest, tag, convertor, mode, true, &r.super);
   if (OMPI_SUCCESS != ret) return ret;
   while (!__atomic_load_n(&r.done, __ATOMIC_ACQUIRE)) opal_progress();
   return mtl_rdmx_error(r.status.error);
@@ -270,8 +260,7 @@ int mtl_rdmx_irecv(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t
   int32_t source = MPI_ANY_SOURCE == src ? RDMX_ANY_SOURCE : mtl_rdmx_world_rank(comm, src);
   int32_t rtag = MPI_ANY_TAG == tag ? RDMX_ANY_TAG : tag;
   if (OPAL_UNLIKELY(source < 0 && RDMX_ANY_SOURCE != source)) return OMPI_ERR_BAD_PARAM;
-  mtl_rdmx_prepare(r, MTL_RDMX_RECV, comm, convertor, NULL, 0, false);
-  if (OPAL_UNLIKELY(OMPI_SUCCESS != mtl_rdmx_recv_buf(r)))
+  if (OPAL_UNLIKELY(OMPI_SUCCESS != mtl_rdmx_prepare_recv(r, comm, convertor)))
     return mtl_rdmx_fail_start(r, RDMX_ERR_NO_MEMORY);
   OPAL_THREAD_LOCK(&M->lock);
   int rc = mtl_rdmx_end_call(rdmx_irecv(M->ctx, source, mtl_rdmx_cid(comm), rtag, r->buf, r->length,
@@ -349,14 +338,13 @@ int mtl_rdmx_imrecv(struct mca_mtl_base_module_t* mtl, struct opal_convertor_t* 
   (void)mtl;
   mtl_rdmx_request_t* r = (mtl_rdmx_request_t*)mtl_request;
   ompi_message_t* msg = *message;
-  mtl_rdmx_prepare(r, MTL_RDMX_RECV, msg->comm, convertor, NULL, 0, false);
   rdmx_message_t* rmsg = (rdmx_message_t*)msg->req_ptr;
+  int rc = mtl_rdmx_prepare_recv(r, msg->comm, convertor);
   ompi_message_return(msg);
   *message = MPI_MESSAGE_NULL;
-  if (OPAL_UNLIKELY(OMPI_SUCCESS != mtl_rdmx_recv_buf(r)))
-    return mtl_rdmx_fail_start(r, RDMX_ERR_NO_MEMORY);
+  if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return mtl_rdmx_fail_start(r, RDMX_ERR_NO_MEMORY);
   OPAL_THREAD_LOCK(&M->lock);
-  int rc = mtl_rdmx_end_call(
+  rc = mtl_rdmx_end_call(
       rdmx_imrecv(M->ctx, rmsg, r->buf, r->length, mtl_rdmx_completed, r, &r->rreq), "rdmx_imrecv");
   if (OPAL_UNLIKELY(RDMX_OK != rc)) return mtl_rdmx_fail_start(r, rc);
   return OMPI_SUCCESS;
