@@ -20,8 +20,10 @@ struct Relay {
     sink.on_rejected(u, p, n, why);
   }
   void on_conn_error(void* u, Failure f, const char* why) { sink.on_conn_error(u, f, why); }
-  void on_recv(void* u, uint64_t wr, uint32_t len) { sink.on_recv(u, wr, len); }
-  void on_recv_unbuffered(void* u, const uint8_t* m, uint32_t len) {
+  [[gnu::always_inline]] void on_recv(void* u, uint64_t wr, uint32_t len) {
+    sink.on_recv(u, wr, len);
+  }
+  [[gnu::always_inline]] void on_recv_unbuffered(void* u, const uint8_t* m, uint32_t len) {
     sink.on_recv_unbuffered(u, m, len);
   }
   void on_send_done(void* u, uint64_t wr) { sink.on_send_done(u, wr); }
