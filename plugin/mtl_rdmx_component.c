@@ -397,6 +397,10 @@ mca_mtl_base_module_t* mtl_rdmx_init(bool enable_progress_threads, bool enable_m
     return NULL;
   }
 
+  /* Completions reach Open MPI through the callback only: rdmx releases a request when
+   * its callback returns, and the component never frees one (a valid rule: no error). */
+  (void)rdmx_set_request_release(m->ctx, RDMX_RELEASE_AFTER_CALLBACK);
+
   int ret = mtl_rdmx_publish_address();
   if (OMPI_SUCCESS == ret && m->secret_from_modex && 0 == m->rank) ret = mtl_rdmx_publish_secret();
   if (OMPI_SUCCESS != ret) {

@@ -16,10 +16,12 @@
 
 #define M (&ompi_mtl_rdmx)
 
-/* rdmx completion callback: runs inside an rdmx call, under the lock; only queues. */
+/* rdmx completion callback: runs inside an rdmx call, under the lock; only queues. rdmx
+ * releases its request when this returns (RDMX_RELEASE_AFTER_CALLBACK). */
 static void mtl_rdmx_completed(rdmx_request_t* rreq, const rdmx_status_info_t* status, void* user) {
+  (void)rreq;
   mtl_rdmx_request_t* r = (mtl_rdmx_request_t*)user;
-  r->rreq = rreq;
+  r->rreq = NULL;
   r->status = *status;
   r->state = MTL_RDMX_COMPLETED;
   r->next = NULL;
@@ -30,15 +32,11 @@ static void mtl_rdmx_completed(rdmx_request_t* rreq, const rdmx_status_info_t* s
   M->done_tail = r;
 }
 
-/* Under the lock, right after an rdmx call: releases the rdmx side of every request
- * completed meanwhile and hands the list over, to be finished without the lock. */
+/* Under the lock, right after an rdmx call: hands over the requests completed meanwhile,
+ * to be finished without the lock. */
 static mtl_rdmx_request_t* mtl_rdmx_take_completed(void) {
   mtl_rdmx_request_t* list = M->done_head;
   M->done_head = M->done_tail = NULL;
-  for (mtl_rdmx_request_t* r = list; r; r = r->next) {
-    rdmx_request_free(M->ctx, r->rreq);
-    r->rreq = NULL;
-  }
   return list;
 }
 
@@ -226,7 +224,6 @@ int mtl_rdmx_isend(struct mca_mtl_base_module_t* mtl, struct ompi_communicator_t
   OPAL_THREAD_LOCK(&M->lock);
   int rc = rdmx_isend(M->ctx, peer, mtl_rdmx_cid(comm), tag, r->buf, r->length, flags,
                       mtl_rdmx_completed, r, &rreq);
-  if (OPAL_LIKELY(RDMX_OK == rc)) r->rreq = rreq;
   rc = mtl_rdmx_end_call(rc, "rdmx_isend");
   if (OPAL_UNLIKELY(RDMX_OK != rc)) return mtl_rdmx_fail_start(r, rc);
   if (OPAL_LIKELY(NULL == rreq)) {

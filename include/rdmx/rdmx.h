@@ -167,6 +167,8 @@ typedef struct rdmx_stats {
   /* Messages that took no receive buffer: the fabric carried them in its own queue
      entry (shared memory, up to 16 bytes of payload). */
   uint64_t unbuffered_recvs;
+  /* Requests made and not yet released, at the time of the call (not a counter). */
+  uint64_t requests_in_use;
 } rdmx_stats_t;
 
 RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);
@@ -213,6 +215,16 @@ RDMX_API int rdmx_test(rdmx_request_t* req, int* done, rdmx_status_info_t* statu
 RDMX_API int rdmx_wait(rdmx_context_t* ctx, rdmx_request_t* req, int timeout_ms,
                        rdmx_status_info_t* status);
 RDMX_API void rdmx_request_free(rdmx_context_t* ctx, rdmx_request_t* req);
+/* When rdmx releases a request (rdmx_set_request_release). RDMX_RELEASE_ON_FREE, the
+ * default: a request stays valid until rdmx_request_free. RDMX_RELEASE_AFTER_CALLBACK:
+ * a request made with a completion callback is released by rdmx as soon as its callback
+ * returns, so the callback's req is its last use: it may be cancelled before then, but
+ * never passed to rdmx_request_free, rdmx_test or rdmx_wait. For callers that learn of
+ * completions only through the callback (an MPI library's own requests), which save a
+ * call per request. A request keeps the rule it was made under. */
+#define RDMX_RELEASE_ON_FREE 0
+#define RDMX_RELEASE_AFTER_CALLBACK 1
+RDMX_API int rdmx_set_request_release(rdmx_context_t* ctx, int rule);
 
 /* Drives the fabric; returns the number of events handled (>= 0) or an error. */
 RDMX_API int rdmx_progress(rdmx_context_t* ctx);

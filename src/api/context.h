@@ -31,6 +31,7 @@ class Context {
                      void* user, rdmx_request_t** out) = 0;
   virtual int cancel(rdmx_request_t* r) = 0;
   virtual void release(rdmx_request_t* r) = 0;
+  virtual int set_request_release(int rule) = 0;
   virtual int progress() = 0;
   virtual int wait_event(int timeout_ms) = 0;
   virtual bool sleeps_when_idle() const = 0;  // RDMX_IDLE=sleep

@@ -56,6 +56,7 @@ class EngineContext final : public Context {
   }
   int cancel(rdmx_request_t* r) override { return e_.cancel(req(r)); }
   void release(rdmx_request_t* r) override { e_.release(req(r)); }
+  int set_request_release(int rule) override { return e_.set_request_release(rule); }
   int progress() override { return e_.progress(); }
   int wait_event(int timeout_ms) override { return e_.wait_event(timeout_ms); }
   bool sleeps_when_idle() const override { return e_.settings().idle == "sleep"; }

@@ -225,6 +225,11 @@ int rdmx_progress(rdmx_context_t* ctx) {
   return guarded([&]() -> int { return ctx->impl->progress(); });
 }
 
+int rdmx_set_request_release(rdmx_context_t* ctx, int rule) {
+  if (!ctx) return RDMX_ERR_INVALID;
+  return ctx->impl->set_request_release(rule);
+}
+
 int rdmx_get_stats(rdmx_context_t* ctx, rdmx_stats_t* stats) {
   if (!ctx || !stats) return RDMX_ERR_INVALID;
   *stats = ctx->impl->stats();

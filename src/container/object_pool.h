@@ -38,6 +38,12 @@ class ObjectPool {
     t->pool_next = free_;
     free_ = t;
   }
+  // Objects handed out and not yet put back (walks the free list: not for hot paths).
+  uint64_t in_use() const {
+    uint64_t free = 0;
+    for (const T* t = free_; t; t = t->pool_next) ++free;
+    return uint64_t(chunks_.size()) * kChunk - free;
+  }
   // id = generation << 32 | index
   static uint64_t id_of(const T* t) { return uint64_t(t->pool_gen) << 32 | t->pool_index; }
   // The live object with that id, or null.

@@ -66,7 +66,13 @@ class Engine {
   int cancel(Req* r);
   [[gnu::always_inline]] void release(Req* r);
 
-  const rdmx_stats_t& stats() const { return stats_; }
+  const rdmx_stats_t& stats() const {
+    stats_.requests_in_use = requests_.in_use();
+    return stats_;
+  }
+  // Requests made from now on with a callback are recycled once it returns
+  // (RDMX_RELEASE_AFTER_CALLBACK), or only by release() (RDMX_RELEASE_ON_FREE).
+  int set_request_release(int rule);
   const std::string& last_error() const { return last_error_; }
   const Settings& settings() const { return settings_; }
   int32_t rank() const { return rank_; }
@@ -341,7 +347,8 @@ class Engine {
   // completes a request (null: none, or the request failed meanwhile).
   std::vector<Req*> bounce_owner_;
 
-  rdmx_stats_t stats_{};
+  mutable rdmx_stats_t stats_{};  // requests_in_use is filled in when read
+  bool release_after_cb_ = false;
   std::string last_error_;
 
   RegCache<F> rcache_;  // cleared by ~Engine, while the fabric is there

@@ -374,6 +374,7 @@ inline typename Engine<F>::Req& Engine<F>::new_request(typename Req::Kind kind,
   r.state = Req::State::Idle;
   r.sync = false;
   r.freed = false;
+  r.release_after_cb = release_after_cb_ && cb;
   r.cb = cb;
   r.user = user;
   r.buf = buf;
@@ -405,7 +406,20 @@ inline void Engine<F>::complete(Req& r) {
     requests_.put(&r);
     return;
   }
-  if (r.cb) r.cb(r.handle(), &r.status, r.user);
+  if (r.cb) {
+    r.cb(r.handle(), &r.status, r.user);
+    if (r.release_after_cb) requests_.put(&r);
+  }
+}
+
+template <fabric::Fabric F>
+int Engine<F>::set_request_release(int rule) {
+  if (rule != RDMX_RELEASE_ON_FREE && rule != RDMX_RELEASE_AFTER_CALLBACK)
+    return error(RDMX_ERR_INVALID, "rdmx_set_request_release: rule " + std::to_string(rule) +
+                                       " is neither RDMX_RELEASE_ON_FREE (0) nor "
+                                       "RDMX_RELEASE_AFTER_CALLBACK (1)");
+  release_after_cb_ = rule == RDMX_RELEASE_AFTER_CALLBACK;
+  return RDMX_OK;
 }
 
 template <fabric::Fabric F>

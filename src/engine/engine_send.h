@@ -37,7 +37,10 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
       r.state = Req::State::Done;
       r.status = {dest, tag, len, len, RDMX_OK};
       *out = &r;
-      if (cb) cb(r.handle(), &r.status, user);
+      if (cb) {
+        cb(r.handle(), &r.status, user);
+        if (release_after_cb_) requests_.put(&r);
+      }
       return RDMX_OK;
     }
   }

@@ -40,7 +40,8 @@ struct RequestBase : PostedEntry {
   Kind kind = Kind::Send;
   State state = State::Idle;
   bool sync = false;
-  bool freed = false;  // the user let go; recycle on completion
+  bool freed = false;             // the user let go; recycle on completion
+  bool release_after_cb = false;  // recycle once the callback returns (rdmx_set_request_release)
   rdmx_completion_fn cb = nullptr;
   void* user = nullptr;
   rdmx_status_info_t status{};
