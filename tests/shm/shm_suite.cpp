@@ -3,7 +3,11 @@
 // bytes through the launcher, and is read as such.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -12,6 +16,7 @@
 
 #include "core/settings.h"
 #include "fabric/shm/shm_fabric.h"
+#include "fabric/shm/shm_faults.h"
 #include "harness/child_rank.h"
 #include "harness/world.h"
 #include "rdmx/rdmx.h"
@@ -201,6 +206,71 @@ TEST_F(Shm, SplitReadsCompleteWhileTheirSenderIsBusy) {
   }
   rdmx_finalize(a);
   rdmx_finalize(b);
+}
+
+// What became of a failed read's buffer after its receive completed.
+enum class SplitEnd { NotReached, Kept, WrittenAfter };
+
+// One 4 MiB message, read as one split read (shm's rendezvous chunk): the receiver
+// copies the front half and the sender claims the back half, then waits 200 ms before
+// copying it (shm::Faults). The front half's last page cannot be read (PROT_NONE), so
+// the receiver's copy fails and the receive completes in error. From then on the buffer
+// is the program's again: nothing may write into it.
+SplitEnd read_fails_while_the_sender_copies() {
+  constexpr uint64_t kLen = 4 << 20, kFront = 2 << 20, kPage = 4096;
+  void* mem = mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return ADD_FAILURE() << "mmap failed", SplitEnd::NotReached;
+  auto* out = static_cast<uint8_t*>(mem);
+  for (uint64_t j = 0; j < kLen; ++j) out[j] = uint8_t(byte_of(5, j) | 1);  // never 0
+  mprotect(out + kFront - kPage, kPage, PROT_NONE);
+  rdmx_context_t* a = open_rank("shm", 0, 2, 11);
+  rdmx_context_t* b = open_rank("shm", 1, 2, 11);
+  SplitEnd end = SplitEnd::NotReached;
+  if (a && b) {
+    connect_pair(a, b);
+    std::vector<uint8_t> in(kLen, 0);
+    rdmx_request_t *send = nullptr, *recv = nullptr;
+    EXPECT_EQ(rdmx_irecv(b, 0, 0, 4, in.data(), kLen, nullptr, nullptr, &recv), RDMX_OK);
+    EXPECT_EQ(rdmx_isend(a, 1, 0, 4, out, kLen, 0, nullptr, nullptr, &send), RDMX_OK);
+    shm::faults().split_copy_delay_us = 200000;
+    std::atomic<bool> stop{false};
+    std::thread sender([&] {
+      while (!stop.load()) rdmx_progress(a);
+    });
+    rdmx_status_info_t st{};
+    EXPECT_TRUE(drive({b}, recv, &st, 5000));
+    EXPECT_NE(st.error, RDMX_OK) << "the receive read an unreadable page";
+    std::vector<uint8_t> back(in.begin() + kFront, in.end());
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the sender goes on
+    if (!std::equal(back.begin(), back.end(), in.begin() + kFront))
+      end = SplitEnd::WrittenAfter;
+    else if (back[0] != 0)
+      end = SplitEnd::Kept;  // the sender copied it before the receive completed
+    stop = true;
+    sender.join();
+    shm::faults().split_copy_delay_us = 0;
+    rdmx_request_free(b, recv);
+    drive({a}, send, &st, 1000);
+    rdmx_request_free(a, send);
+  }
+  if (a) rdmx_finalize(a);
+  if (b) rdmx_finalize(b);
+  munmap(mem, kLen);
+  return end;
+}
+
+// A split read that fails completes only once its sender can no longer write into its
+// buffer: a back half the sender has claimed is waited for (a claimed back half is
+// being copied), one it has not claimed is taken from it. The same holds when the
+// connection breaks with split reads open (Fabric::fail_splits).
+TEST_F(Shm, AFailedSplitReadsBufferIsNotWrittenAfterItCompletes) {
+  SplitEnd end = SplitEnd::NotReached;
+  // The sender has to claim the back half while the receiver copies the front (a few
+  // hundred microseconds): on a loaded machine it may miss it, so up to 3 tries.
+  for (int k = 0; k < 3 && end == SplitEnd::NotReached; ++k)
+    end = read_fails_while_the_sender_copies();
+  ASSERT_TRUE(end != SplitEnd::NotReached) << "the sender never claimed the back half";
+  EXPECT_TRUE(end == SplitEnd::Kept) << "the sender wrote into a buffer after its receive failed";
 }
 
 }  // namespace

@@ -70,8 +70,9 @@ struct SplitState {
   enum Kind : uint8_t { Free, Open, Closing };
   Kind kind = Free;
   uint64_t wr = 0;
-  uint64_t mine = 0;  // bytes this side copied
-  uint64_t seq = 0;   // in the order the reads started
+  uint64_t mine = 0;       // bytes this side copied
+  uint64_t seq = 0;        // in the order the reads started
+  bool back_mine = false;  // this side claimed the back half
 };
 
 struct Conn : Watch {

@@ -198,6 +198,7 @@ class Fabric {
   bool split_read(Conn* c, uint8_t* local, uint64_t len, uint64_t raddr, uint64_t wr);
   bool take_back(Conn* c, uint32_t entry);
   void split_failed(Conn* c, uint32_t entry, fabric::Failure f);
+  void stop_peer_copy(Conn* c, uint32_t entry);
   void serve_split(Conn* c, uint32_t entry);
   void finish_splits(Conn* c);
   void fail_splits(Conn* c, fabric::Failure f);

@@ -15,13 +15,21 @@
 // at once if the peer did not copy the last one it could have, else once it is the
 // oldest left and has waited kPeerGraceNs. A read never waits on a busy peer for long.
 // The peer copies only from memory it registered for remote reads.
+//
+// A read that fails (the connection breaks, or this side's own copy is refused) is
+// completed only once the peer cannot write into its buffer any more: the caller may
+// free the buffer at once.
+#include <signal.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <ctime>
 
+#include "core/log.h"
 #include "fabric/shm/shm_fabric.h"
+#include "fabric/shm/shm_faults.h"
 
 namespace rdmx::shm {
 namespace {
@@ -29,6 +37,9 @@ namespace {
 constexpr uint64_t kPage = 4096;
 // A peer that serves claims a back half within a microsecond of reaching it.
 constexpr uint64_t kPeerGraceNs = 20000;
+// A peer copies a back half it has claimed in one step, a few milliseconds at most
+// for the largest read; a failed read waits this long for it, while the peer lives.
+constexpr uint64_t kPeerCopyWaitNs = 2000000000;
 
 // The front part: half, on a page boundary.
 uint64_t front_of(uint64_t len) { return ((len + 1) / 2 + kPage - 1) & ~(kPage - 1); }
@@ -99,6 +110,7 @@ bool Fabric::split_read(Conn* c, uint8_t* local, uint64_t len, uint64_t raddr, u
 bool Fabric::take_back(Conn* c, uint32_t e) {
   SplitRead& s = c->splits[e];
   if (s.back_claimed.exchange(1, std::memory_order_acq_rel)) return true;
+  c->split_state[e].back_mine = true;
   c->split_peer_serves = false;
   fabric::Failure f = fabric::Failure::Other;
   if (!cma_read(c, reinterpret_cast<uint8_t*>(s.local) + s.front, s.len - s.front,
@@ -111,7 +123,7 @@ bool Fabric::take_back(Conn* c, uint32_t e) {
 }
 
 void Fabric::split_failed(Conn* c, uint32_t e, fabric::Failure f) {
-  c->splits[e].back_claimed.store(1, std::memory_order_relaxed);  // the peer need not start
+  stop_peer_copy(c, e);
   c->split_state[e].kind = SplitState::Closing;
   --c->splits_open;
   f = f == fabric::Failure::Flushed ? f : fabric::Failure::RemoteAccess;
@@ -119,6 +131,37 @@ void Fabric::split_failed(Conn* c, uint32_t e, fabric::Failure f) {
   break_conn(c, f,
              f == fabric::Failure::Flushed ? "the local peer is gone"
                                            : "the peer's buffer is not readable at that address");
+}
+
+// Once this returns the peer does not write into read e's buffer: the back half is
+// claimed for this side if the peer has not claimed it, else the peer's copy, under way
+// (it claims and copies in one step), is waited for while the peer lives, for at most
+// kPeerCopyWaitNs.
+void Fabric::stop_peer_copy(Conn* c, uint32_t e) {
+  SplitRead& s = c->splits[e];
+  SplitState& st = c->split_state[e];
+  if (st.back_mine || !s.back_claimed.exchange(1, std::memory_order_acq_rel)) {
+    st.back_mine = true;
+    return;
+  }
+  if (c->ending) return;  // the peer closed its end, after its last copy
+  uint64_t start = now_ns();
+  while (!s.finished.load(std::memory_order_acquire)) {
+    uint64_t waited = now_ns() - start;
+    if (waited > kPeerCopyWaitNs) {
+      RDMX_LOG(LogLevel::Warn, -1,
+               "shm: the local peer (pid %d) was still copying into a failed read's buffer "
+               "(%llu bytes at %p) after %llu ms; the buffer may still change",
+               int(c->pid), (unsigned long long)(s.len - s.front),
+               reinterpret_cast<void*>(s.local + s.front),
+               (unsigned long long)(kPeerCopyWaitNs / 1000000));
+      return;
+    }
+    if (waited > 1000000) {  // the peer is not running: is it there at all?
+      if (c->pid > 0 && ::kill(c->pid, 0) != 0 && errno == ESRCH) return;
+      ::usleep(100);
+    }
+  }
 }
 
 // The peer asks this side to copy the back half of a read of this side's memory.
@@ -135,6 +178,8 @@ void Fabric::serve_split(Conn* c, uint32_t entry) {
   // write to the peer (else the peer copies alone).
   if (c->cma && front < len && readable(raddr, len) &&
       !s.back_claimed.exchange(1, std::memory_order_acq_rel)) {
+    if (uint32_t us = faults().split_copy_delay_us.load(std::memory_order_relaxed)) [[unlikely]]
+      ::usleep(us);
     if (!cma_write(c->pid, to + front, raddr + front, len - front))
       s.failed.store(1, std::memory_order_relaxed);
     s.done.store(len - front, std::memory_order_release);
@@ -182,12 +227,13 @@ void Fabric::finish_splits(Conn* c) {
   complete(Completion::ReadDone, fabric::Failure::Other, st.wr, c->user);
 }
 
-// The connection went down: split reads not yet done fail. A back half the peer is
-// copying may still land in its buffer, with the bytes that belong there.
+// The connection went down: split reads not yet done fail, each once the peer no
+// longer copies into its buffer.
 void Fabric::fail_splits(Conn* c, fabric::Failure f) {
   for (uint32_t e = 0; e < c->split_state.size() && c->splits_open; ++e) {
     SplitState& st = c->split_state[e];
     if (st.kind != SplitState::Open) continue;
+    stop_peer_copy(c, e);
     st.kind = SplitState::Closing;
     --c->splits_open;
     complete(Completion::WrError, f, st.wr, c->user);
