@@ -123,12 +123,11 @@ void connect_pair(rdmx_context_t* a, rdmx_context_t* b) {
 // The bytes of message i, at j.
 uint8_t byte_of(int i, uint64_t j) { return uint8_t(j * 7 + uint64_t(i) + (j >> 12)); }
 
-// A sender that waits in its progress loop copies the back half of each large read
-// into the receiver's buffer (process_vm_writev) while the receiver copies the front:
-// every byte lands where it belongs. The sender is a thread of its own here.
-TEST_F(Shm, SplitReadsAreSharedWithASenderThatServes) {
-  rdmx_context_t* a = open_rank("shm", 0, 2, 10);
-  rdmx_context_t* b = open_rank("shm", 1, 2, 10);
+// Sixteen large messages, received one at a time, with the sender waiting in its
+// progress loop on a thread of its own: every byte lands where it belongs.
+void large_messages_arrive_whole(uint32_t key) {
+  rdmx_context_t* a = open_rank("shm", 0, 2, key);
+  rdmx_context_t* b = open_rank("shm", 1, 2, key);
   ASSERT_TRUE(a && b);
   connect_pair(a, b);
   constexpr int kN = 16;
@@ -168,6 +167,26 @@ TEST_F(Shm, SplitReadsAreSharedWithASenderThatServes) {
   for (auto* x : sends) rdmx_request_free(a, x);
   rdmx_finalize(a);
   rdmx_finalize(b);
+}
+
+// A sender that waits in its progress loop copies the back half of each large read
+// into the receiver's buffer (process_vm_writev) while the receiver copies the front.
+TEST_F(Shm, SplitReadsAreSharedWithASenderThatServes) { large_messages_arrive_whole(10); }
+
+// Where the kernel refuses the sender's copies of back halves (a policy that changed
+// during the job), the receiver copies each back half itself; the receives succeed.
+TEST_F(Shm, ABackHalfTheSenderMayNotWriteIsReadByTheReceiver) {
+  shm::faults().cma_write_refused = true;
+  large_messages_arrive_whole(12);
+  shm::faults().cma_write_refused = false;
+}
+
+// Where the kernel refuses the receiver's cross-memory reads during the job, a large
+// read goes by copies through the segment, as one that was never split does.
+TEST_F(Shm, SplitReadsGoByCopiesOnceCrossMemoryReadsAreRefused) {
+  shm::faults().cma_read_refused = true;
+  large_messages_arrive_whole(13);
+  shm::faults().cma_read_refused = false;
 }
 
 // A large read is split with the sender (shm_split_read.cpp), but a sender that does not

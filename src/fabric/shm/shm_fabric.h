@@ -192,9 +192,11 @@ class Fabric {
 
   // Reads (shm_read.cpp).
   bool cma_read(Conn* c, void* local, uint64_t len, uint64_t raddr, fabric::Failure& f);
+  // A read not split with the peer: across memory where permitted, else by copies.
+  int read_alone(Conn* c, void* local, uint64_t len, uint64_t raddr, uint64_t wr);
   // Split reads (shm_split_read.cpp): a large cross-memory read whose copy the peer
   // shares. split_read returns false where it cannot start one (no free entry, no room
-  // in the peer's queue): the caller reads alone.
+  // in the peer's queue, cross-memory reads refused): the caller reads alone.
   bool split_read(Conn* c, uint8_t* local, uint64_t len, uint64_t raddr, uint64_t wr);
   bool take_back(Conn* c, uint32_t entry);
   void split_failed(Conn* c, uint32_t entry, fabric::Failure f);

@@ -1,6 +1,6 @@
-// Delays the shared-memory fabric injects, process-wide, for tests of its failure
-// handling: a race that real runs hit rarely is made to happen every time. Off (0)
-// unless a test sets them; read only on paths that are not per message.
+// Faults the shared-memory fabric injects, process-wide, for tests of its failure
+// handling: what real runs hit rarely is made to happen every time. Off unless a test
+// sets them; read only on paths that are not per message.
 #pragma once
 
 #include <atomic>
@@ -12,6 +12,11 @@ struct Faults {
   // A peer that has claimed the back half of a split read waits this long before it
   // copies it (shm_split_read.cpp).
   std::atomic<uint32_t> split_copy_delay_us{0};
+  // The kernel refuses this process's cross-memory copies (EPERM), as when a policy
+  // changes during a job: its reads (process_vm_readv), or its copies of back halves
+  // (process_vm_writev).
+  std::atomic<bool> cma_read_refused{false};
+  std::atomic<bool> cma_write_refused{false};
 };
 
 inline Faults& faults() {

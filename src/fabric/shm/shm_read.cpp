@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "fabric/shm/shm_fabric.h"
+#include "fabric/shm/shm_faults.h"
 
 namespace rdmx::shm {
 
@@ -20,10 +21,14 @@ int Fabric::read(Conn* c, void* local, uint64_t len, const Region&, uint64_t rad
     complete(Completion::WrError, fabric::Failure::Flushed, wr, c->user);
     return RDMX_OK;
   }
+  if (c->cma && split_min_ && len >= split_min_ &&
+      split_read(c, static_cast<uint8_t*>(local), len, raddr, wr))
+    return RDMX_OK;
+  return read_alone(c, local, len, raddr, wr);
+}
+
+int Fabric::read_alone(Conn* c, void* local, uint64_t len, uint64_t raddr, uint64_t wr) {
   if (c->cma) {
-    if (split_min_ && len >= split_min_ &&
-        split_read(c, static_cast<uint8_t*>(local), len, raddr, wr))
-      return RDMX_OK;
     fabric::Failure f = fabric::Failure::Other;
     if (cma_read(c, local, len, raddr, f)) {
       complete(Completion::ReadDone, fabric::Failure::Other, wr, c->user);
@@ -63,6 +68,8 @@ int Fabric::read(Conn* c, void* local, uint64_t len, const Region&, uint64_t rad
 bool Fabric::cma_read(Conn* c, void* local, uint64_t len, uint64_t raddr, fabric::Failure& f) {
   auto* dst = static_cast<uint8_t*>(local);
   uint64_t done = 0;
+  if (faults().cma_read_refused.load(std::memory_order_relaxed)) [[unlikely]]
+    return f = fabric::Failure::Other, false;
   while (done < len) {
     iovec l{dst + done, len - done}, r{reinterpret_cast<void*>(raddr + done), len - done};
     ssize_t n = ::process_vm_readv(c->pid, &l, 1, &r, 1, 0);

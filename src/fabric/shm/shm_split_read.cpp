@@ -53,6 +53,8 @@ uint64_t now_ns() {
 // Writes len bytes of this process's memory at from to the peer's at to; false if the
 // kernel refused part of it.
 bool cma_write(pid_t pid, uint64_t to, uint64_t from, uint64_t len) {
+  if (faults().cma_write_refused.load(std::memory_order_relaxed)) [[unlikely]]
+    return errno = EPERM, false;
   uint64_t done = 0;
   while (done < len) {
     iovec l{reinterpret_cast<void*>(from + done), len - done};
@@ -96,7 +98,16 @@ bool Fabric::split_read(Conn* c, uint8_t* local, uint64_t len, uint64_t raddr, u
   st = {SplitState::Open, wr, 0, ++c->split_seq};
   ++c->splits_open;
   fabric::Failure f = fabric::Failure::Other;
-  if (!cma_read(c, local, front, raddr, f)) return split_failed(c, e, f), true;
+  if (!cma_read(c, local, front, raddr, f)) {
+    if (f != fabric::Failure::Other) return split_failed(c, e, f), true;
+    // Refused (a policy changed): the whole read goes by copies, once the peer has let
+    // go of the back half.
+    stop_peer_copy(c, e);
+    st.kind = SplitState::Closing;
+    --c->splits_open;
+    c->cma = false;
+    return false;
+  }
   st.mine = front;
   // Alone, the read's back half is the peer's now or never: a serving peer has claimed
   // it while the front was copied.
@@ -180,8 +191,10 @@ void Fabric::serve_split(Conn* c, uint32_t entry) {
       !s.back_claimed.exchange(1, std::memory_order_acq_rel)) {
     if (uint32_t us = faults().split_copy_delay_us.load(std::memory_order_relaxed)) [[unlikely]]
       ::usleep(us);
-    if (!cma_write(c->pid, to + front, raddr + front, len - front))
+    if (!cma_write(c->pid, to + front, raddr + front, len - front)) {
       s.failed.store(1, std::memory_order_relaxed);
+      if (errno == EPERM) c->cma = false;  // refused now: this side's reads copy too
+    }
     s.done.store(len - front, std::memory_order_release);
   }
   s.finished.store(1, std::memory_order_release);
@@ -202,13 +215,17 @@ void Fabric::finish_splits(Conn* c) {
     }
     st.kind = SplitState::Closing;
     --c->splits_open;
-    if (theirs) c->split_peer_serves = true;
     if (s.failed.load(std::memory_order_relaxed)) {
-      complete(Completion::WrError, fabric::Failure::RemoteAccess, st.wr, c->user);
-      break_conn(c, fabric::Failure::RemoteAccess,
-                 "the peer could not write its part of a split read (process_vm_writev)");
-      return;
+      // The kernel refused the peer's copy: this side reads the back half itself, by
+      // CMA or by copies, and completes the read with it.
+      c->split_peer_serves = false;
+      if (read_alone(c, reinterpret_cast<uint8_t*>(s.local) + s.front, s.len - s.front,
+                     s.raddr + s.front, st.wr) != RDMX_OK)
+        complete(Completion::WrError, fabric::Failure::Other, st.wr, c->user);
+      if (!c->established()) return;
+      continue;
     }
+    if (theirs) c->split_peer_serves = true;
     complete(Completion::ReadDone, fabric::Failure::Other, st.wr, c->user);
   }
   if (oldest == UINT32_MAX || c->splits[oldest].back_claimed.load(std::memory_order_relaxed))
