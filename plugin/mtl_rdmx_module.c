@@ -87,7 +87,8 @@ static int mtl_rdmx_finalize(struct mca_mtl_base_module_t* mtl) {
         "a buffer, %llu credit "
         "messages, %llu sends stalled for credits; registration cache: %llu hits, %llu misses, "
         "%llu "
-        "evictions, %llu invalidations, %llu registrations; %llu requests still in use",
+        "evictions, %llu invalidations, %llu registrations; %llu reads split through shared "
+        "memory, %llu back halves copied for peers; %llu requests still in use",
         m->rank, (unsigned long long)st.eager_sends, (unsigned long long)st.inline_sends,
         (unsigned long long)st.segmented_sends, (unsigned long long)st.in_place_sends,
         (unsigned long long)st.rndv_sends, (unsigned long long)st.read_backoffs,
@@ -95,7 +96,8 @@ static int mtl_rdmx_finalize(struct mca_mtl_base_module_t* mtl) {
         (unsigned long long)st.credit_messages, (unsigned long long)st.credit_stalls,
         (unsigned long long)st.rcache_hits, (unsigned long long)st.rcache_misses,
         (unsigned long long)st.rcache_evictions, (unsigned long long)st.rcache_invalidations,
-        (unsigned long long)st.rcache_registrations, (unsigned long long)st.requests_in_use);
+        (unsigned long long)st.rcache_registrations, (unsigned long long)st.split_reads,
+        (unsigned long long)st.split_halves_served, (unsigned long long)st.requests_in_use);
   int rc = rdmx_finalize(m->ctx);
   mtl_rdmx_release_hook_off(); /* after: the context is gone, nothing is cached */
   m->ctx = NULL;

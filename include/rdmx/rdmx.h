@@ -169,6 +169,10 @@ typedef struct rdmx_stats {
   uint64_t unbuffered_recvs;
   /* Requests made and not yet released, at the time of the call (not a counter). */
   uint64_t requests_in_use;
+  /* Shared memory: reads split with their sender (it may copy the back half), and back
+     halves this side copied into a peer's buffer (docs/shm.md, split reads). */
+  uint64_t split_reads;
+  uint64_t split_halves_served;
 } rdmx_stats_t;
 
 RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);

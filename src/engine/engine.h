@@ -68,6 +68,7 @@ class Engine {
 
   const rdmx_stats_t& stats() const {
     stats_.requests_in_use = requests_.in_use();
+    if constexpr (requires { fabric_.fill_stats(stats_); }) fabric_.fill_stats(stats_);
     return stats_;
   }
   // Requests made from now on with a callback are recycled once it returns

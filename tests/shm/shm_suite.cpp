@@ -123,12 +123,17 @@ void connect_pair(rdmx_context_t* a, rdmx_context_t* b) {
 // The bytes of message i, at j.
 uint8_t byte_of(int i, uint64_t j) { return uint8_t(j * 7 + uint64_t(i) + (j >> 12)); }
 
+// How the large reads went: split by the receiver, back halves copied by the sender.
+struct SplitCounts {
+  uint64_t split = 0, served = 0;
+};
+
 // Sixteen large messages, received one at a time, with the sender waiting in its
 // progress loop on a thread of its own: every byte lands where it belongs.
-void large_messages_arrive_whole(uint32_t key) {
+SplitCounts large_messages_arrive_whole(uint32_t key) {
   rdmx_context_t* a = open_rank("shm", 0, 2, key);
   rdmx_context_t* b = open_rank("shm", 1, 2, key);
-  ASSERT_TRUE(a && b);
+  if (!a || !b) return ADD_FAILURE() << "no pair of shm ranks", SplitCounts{};
   connect_pair(a, b);
   constexpr int kN = 16;
   const uint64_t lens[] = {(256 << 10) + 3, (1 << 20) + 4097, (2 << 20) - 1};
@@ -139,7 +144,7 @@ void large_messages_arrive_whole(uint32_t key) {
     out[size_t(i)].resize(len);
     in[size_t(i)].assign(len, 0);
     for (uint64_t j = 0; j < len; ++j) out[size_t(i)][j] = byte_of(i, j);
-    ASSERT_EQ(
+    EXPECT_EQ(
         rdmx_isend(a, 1, 0, 3, out[size_t(i)].data(), len, 0, nullptr, nullptr, &sends[size_t(i)]),
         RDMX_OK);
   }
@@ -152,7 +157,7 @@ void large_messages_arrive_whole(uint32_t key) {
   rdmx_status_info_t st{};
   for (int i = 0; i < kN; ++i) {
     // One receive at a time: each read is alone, and the sender has to be quick.
-    ASSERT_EQ(rdmx_irecv(b, 0, 0, 3, in[size_t(i)].data(), in[size_t(i)].size(), nullptr, nullptr,
+    EXPECT_EQ(rdmx_irecv(b, 0, 0, 3, in[size_t(i)].data(), in[size_t(i)].size(), nullptr, nullptr,
                          &recvs[size_t(i)]),
               RDMX_OK);
     EXPECT_TRUE(drive({b}, recvs[size_t(i)], &st, 10000)) << "receive " << i;
@@ -165,28 +170,40 @@ void large_messages_arrive_whole(uint32_t key) {
   sender.join();
   EXPECT_EQ(sent.load(), kN);
   for (auto* x : sends) rdmx_request_free(a, x);
+  rdmx_stats_t sa{}, sb{};
+  rdmx_get_stats(a, &sa);
+  rdmx_get_stats(b, &sb);
   rdmx_finalize(a);
   rdmx_finalize(b);
+  return {sb.split_reads, sa.split_halves_served};
 }
 
 // A sender that waits in its progress loop copies the back half of each large read
 // into the receiver's buffer (process_vm_writev) while the receiver copies the front.
-TEST_F(Shm, SplitReadsAreSharedWithASenderThatServes) { large_messages_arrive_whole(10); }
+TEST_F(Shm, SplitReadsAreSharedWithASenderThatServes) {
+  SplitCounts n = large_messages_arrive_whole(10);
+  EXPECT_GT(n.split, 0u);
+  EXPECT_GT(n.served, 0u) << "the sender copied no back half in " << n.split << " split reads";
+}
 
 // Where the kernel refuses the sender's copies of back halves (a policy that changed
 // during the job), the receiver copies each back half itself; the receives succeed.
 TEST_F(Shm, ABackHalfTheSenderMayNotWriteIsReadByTheReceiver) {
   shm::faults().cma_write_refused = true;
-  large_messages_arrive_whole(12);
+  SplitCounts n = large_messages_arrive_whole(12);
   shm::faults().cma_write_refused = false;
+  EXPECT_GT(n.split, 0u);
+  EXPECT_EQ(n.served, 0u);
 }
 
 // Where the kernel refuses the receiver's cross-memory reads during the job, a large
 // read goes by copies through the segment, as one that was never split does.
 TEST_F(Shm, SplitReadsGoByCopiesOnceCrossMemoryReadsAreRefused) {
   shm::faults().cma_read_refused = true;
-  large_messages_arrive_whole(13);
+  SplitCounts n = large_messages_arrive_whole(13);
   shm::faults().cma_read_refused = false;
+  EXPECT_EQ(n.split, 1u) << "the first read tries, and learns that reads copy now";
+  EXPECT_EQ(n.served, 0u);
 }
 
 // A large read is split with the sender (shm_split_read.cpp), but a sender that does not

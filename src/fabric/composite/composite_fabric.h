@@ -102,6 +102,10 @@ class Fabric {
     return nullptr;
   }
   bool shm_on() const { return shm_on_; }
+  void fill_stats(rdmx_stats_t& s) const {
+    if constexpr (requires { net_.fill_stats(s); }) net_.fill_stats(s);
+    shm_.fill_stats(s);
+  }
 
   int create_conn(const uint8_t* addr, size_t len, ConnRequest* req, void* user, Conn** out,
                   std::string& err) {

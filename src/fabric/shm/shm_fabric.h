@@ -124,6 +124,12 @@ class Fabric {
   // 14.7-18.2 (vader: 15.3-16.8; docs/performance.md).
   uint64_t rndv_chunk(const Conn*) const { return 4 << 20; }
 
+  // Its counters in the engine's statistics (rdmx_get_stats).
+  void fill_stats(rdmx_stats_t& s) const {
+    s.split_reads = split_reads_;
+    s.split_halves_served = split_halves_served_;
+  }
+
   int post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r);
   [[gnu::always_inline]] int send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags,
                                   uint64_t wr);
@@ -226,9 +232,11 @@ class Fabric {
   uint64_t domain_ = 0;
   uint32_t next_serial_ = 1;
   uint32_t rd_atomic_ = 16;
-  bool cma_wanted_ = true;  // RDMX_SHM_READ is not "copy"
-  uint64_t split_min_ = 0;  // RDMX_SHM_SPLIT_READ: the smallest read to split; 0: none
-  bool prefetch_ = false;   // the processor has prefetch_for_write (prefetch_next)
+  bool cma_wanted_ = true;            // RDMX_SHM_READ is not "copy"
+  uint64_t split_min_ = 0;            // RDMX_SHM_SPLIT_READ: the smallest read to split; 0: none
+  uint64_t split_reads_ = 0;          // reads this side split with the peer
+  uint64_t split_halves_served_ = 0;  // back halves this side wrote into a peer's buffer
+  bool prefetch_ = false;             // the processor has prefetch_for_write (prefetch_next)
   uint32_t calls_ = 0;
   bool sockets_due_ = false;   // run the sockets on the next progress
   uint32_t busy_ = 0;          // handshakes in progress: run the sockets every call

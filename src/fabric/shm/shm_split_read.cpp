@@ -94,6 +94,7 @@ bool Fabric::split_read(Conn* c, uint8_t* local, uint64_t len, uint64_t raddr, u
   a.buf = {0, e};
   c->peer_arrivals.commit(a);  // publishes the entry's fields with it
   wake_peer(c);
+  ++split_reads_;
   SplitState& st = c->split_state[e];
   st = {SplitState::Open, wr, 0, ++c->split_seq};
   ++c->splits_open;
@@ -194,6 +195,8 @@ void Fabric::serve_split(Conn* c, uint32_t entry) {
     if (!cma_write(c->pid, to + front, raddr + front, len - front)) {
       s.failed.store(1, std::memory_order_relaxed);
       if (errno == EPERM) c->cma = false;  // refused now: this side's reads copy too
+    } else {
+      ++split_halves_served_;
     }
     s.done.store(len - front, std::memory_order_release);
   }
