@@ -175,6 +175,8 @@ class Engine {
   static bool uncredited(const Link<F>& l, uint64_t bytes) {
     return bytes <= l.attrs.uncredited_max;
   }
+  // A credit message (a header alone) takes no credit on l.
+  static bool credit_message_free(const Link<F>& l) { return uncredited(l, sizeof(wire::Header)); }
   // Something may go on l now (a message that needs a credit also needs one left: post()).
   bool can_send(const Link<F>& l) const {
     return l.state.ready() && (l.credits.available() > 0 || l.attrs.uncredited_max) &&

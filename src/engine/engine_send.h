@@ -355,8 +355,8 @@ void Engine<F>::drain(Peer<F>& p) {
     if (p.backlog.empty() || !transmit(p, *static_cast<Req*>(p.backlog.first->owner))) break;
   }
   if (l->credits.due() && l->state.ready() &&
-      (l->credits.ctrl_available() > 0 || uncredited(*l, sizeof(wire::Header))) &&
-      l->sq.has_room() && l->credits.owes()) {
+      (l->credits.ctrl_available() > 0 || credit_message_free(*l)) && l->sq.has_room() &&
+      l->credits.owes()) {
     wire::Header h{};
     h.version_type = wire::Header::make_vt(wire::Type::Credit);
     h.source = rank_;
@@ -373,8 +373,7 @@ template <fabric::Fabric F>
 bool Engine<F>::flush_unsignaled(Link<F>& l) {
   if (!l.sq.unsignaled() || !l.state.ready() || !l.sq.has_room()) return false;
   bool ctrl = l.credits.ctrl_available() > 0;
-  if (!ctrl && !l.credits.available() && !l.credits.peer_shared() &&
-      !uncredited(l, sizeof(wire::Header)))
+  if (!ctrl && !l.credits.available() && !l.credits.peer_shared() && !credit_message_free(l))
     return false;  // wait for the peer's credits
   wire::Header h{};
   h.version_type = wire::Header::make_vt(wire::Type::Credit);
