@@ -16,9 +16,10 @@
 // oldest left and has waited kPeerGraceNs. A read never waits on a busy peer for long.
 // The peer copies only from memory it registered for remote reads.
 //
-// A read that fails (the connection breaks, or this side's own copy is refused) is
+// A read that fails (the connection breaks, or the peer's memory is not there) is
 // completed only once the peer cannot write into its buffer any more: the caller may
-// free the buffer at once.
+// free the buffer at once. A copy the kernel refuses is not a failure: the read goes
+// on without it, as an unsplit read does (shm_read.cpp).
 #include <signal.h>
 #include <sys/uio.h>
 #include <unistd.h>
