@@ -207,6 +207,7 @@ class Fabric {
   bool take_back(Conn* c, uint32_t entry);
   void split_failed(Conn* c, uint32_t entry, fabric::Failure f);
   void stop_peer_copy(Conn* c, uint32_t entry);
+  void close_split(Conn* c, uint32_t entry);
   void serve_split(Conn* c, uint32_t entry);
   void finish_splits(Conn* c);
   void fail_splits(Conn* c, fabric::Failure f);

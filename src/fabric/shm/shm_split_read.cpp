@@ -105,8 +105,7 @@ bool Fabric::split_read(Conn* c, uint8_t* local, uint64_t len, uint64_t raddr, u
     // Refused (a policy changed): the whole read goes by copies, once the peer has let
     // go of the back half.
     stop_peer_copy(c, e);
-    st.kind = SplitState::Closing;
-    --c->splits_open;
+    close_split(c, e);
     c->cma = false;
     return false;
   }
@@ -137,13 +136,18 @@ bool Fabric::take_back(Conn* c, uint32_t e) {
 
 void Fabric::split_failed(Conn* c, uint32_t e, fabric::Failure f) {
   stop_peer_copy(c, e);
-  c->split_state[e].kind = SplitState::Closing;
-  --c->splits_open;
+  close_split(c, e);
   f = f == fabric::Failure::Flushed ? f : fabric::Failure::RemoteAccess;
   complete(Completion::WrError, f, c->split_state[e].wr, c->user);
   break_conn(c, f,
              f == fabric::Failure::Flushed ? "the local peer is gone"
                                            : "the peer's buffer is not readable at that address");
+}
+
+// Read e is done with, well or not: its entry is free once the peer lets go of it.
+void Fabric::close_split(Conn* c, uint32_t e) {
+  c->split_state[e].kind = SplitState::Closing;
+  --c->splits_open;
 }
 
 // Once this returns the peer does not write into read e's buffer: the back half is
@@ -217,8 +221,7 @@ void Fabric::finish_splits(Conn* c) {
       if (oldest == UINT32_MAX || st.seq < c->split_state[oldest].seq) oldest = e;
       continue;
     }
-    st.kind = SplitState::Closing;
-    --c->splits_open;
+    close_split(c, e);
     if (s.failed.load(std::memory_order_relaxed)) {
       // The kernel refused the peer's copy: this side reads the back half itself, by
       // CMA or by copies, and completes the read with it.
@@ -243,8 +246,7 @@ void Fabric::finish_splits(Conn* c) {
   if (!take_back(c, oldest)) return;
   SplitState& st = c->split_state[oldest];
   if (st.mine != c->splits[oldest].len) return;  // the peer claimed it meanwhile
-  st.kind = SplitState::Closing;
-  --c->splits_open;
+  close_split(c, oldest);
   complete(Completion::ReadDone, fabric::Failure::Other, st.wr, c->user);
 }
 
@@ -255,8 +257,7 @@ void Fabric::fail_splits(Conn* c, fabric::Failure f) {
     SplitState& st = c->split_state[e];
     if (st.kind != SplitState::Open) continue;
     stop_peer_copy(c, e);
-    st.kind = SplitState::Closing;
-    --c->splits_open;
+    close_split(c, e);
     complete(Completion::WrError, f, st.wr, c->user);
   }
 }
