@@ -11,12 +11,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <ctime>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/idle_poll.h"
 #include "fabric/fabric.h"
 #include "fabric/relay.h"
 #include "fabric/shm/shm_fabric.h"
@@ -251,7 +251,7 @@ class Fabric {
   int wait(int timeout_ms) {
     if (!shm_on_) return net_.wait(timeout_ms);
     int slice = net_conns_ ? std::min(timeout_ms, 1) : std::min(timeout_ms, 10);
-    net_due_ = true;  // time has passed: the next progress looks for requests
+    net_idle_.kick();  // time has passed: the next progress looks for requests
     if (int rc = shm_.wait(slice)) return rc;
     return net_conns_ ? net_.wait(0) : RDMX_OK;
   }
@@ -278,22 +278,10 @@ class Fabric {
 
   // Without network connections the network fabric only has requests to notice, and
   // its progress is a system call (libfabric tcp polls its sockets, rdma_cm reads its
-  // channel) that on-host messages should not pay for on every call. It is polled once
-  // the coarse clock has ticked (1 to 4 ms) since its last poll, looked at every 16
-  // calls, or after a wait. Counting calls alone is not enough: a rank that yields its
-  // processor or sleeps between polls makes each call last milliseconds, and one poll in
-  // thousands of calls left connection requests from other hosts unanswered for longer
-  // than the connect timeout.
-  bool idle_net_due() {
-    if (!net_due_ && (++calls_ & 15) != 0) return false;
-    net_due_ = false;
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    int64_t tick = int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-    if (tick == net_polled_tick_) return false;
-    net_polled_tick_ = tick;
-    return true;
-  }
+  // channel) that on-host messages should not pay for on every call: it is polled when
+  // net_idle_ says so (core/idle_poll.h). One poll in thousands of calls left connection
+  // requests from other hosts unanswered for longer than the connect timeout among
+  // ranks that yield their processor.
 
   static bool split(const uint8_t* a, size_t len, const uint8_t** n, size_t* nl, const uint8_t** s,
                     size_t* sl) {
@@ -316,9 +304,7 @@ class Fabric {
   bool shm_on_ = false;
   std::string shm_off_why_;
   uint32_t net_conns_ = 0;  // connections made through the network fabric, ever
-  uint32_t calls_ = 0;
-  int64_t net_polled_tick_ = -1;  // the coarse clock's tick at the idle network's last poll
-  bool net_due_ = false;
+  IdlePoll net_idle_;       // when to poll the network fabric while it has no connections
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<std::unique_ptr<ConnRequest>> requests_;
 };
@@ -331,7 +317,7 @@ int Fabric<Net>::progress(Sink& sink) {
     Relay<Sink, shm::Fabric> r{{sink}, this};
     n += shm_.progress(r);
   }
-  if (net_conns_ || !shm_on_ || idle_net_due()) {
+  if (net_conns_ || !shm_on_ || net_idle_.due()) {
     Relay<Sink, Net> r{{sink}, this};
     n += net_.progress(r);
   }

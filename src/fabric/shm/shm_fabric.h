@@ -18,6 +18,7 @@
 
 #include "container/ring.h"
 #include "core/copy.h"
+#include "core/idle_poll.h"
 #include "fabric/fabric.h"
 #include "fabric/shm/shm_arrival.h"
 #include "fabric/shm/shm_conn.h"
@@ -238,10 +239,10 @@ class Fabric {
   uint64_t split_reads_ = 0;          // reads this side split with the peer
   uint64_t split_halves_served_ = 0;  // back halves this side wrote into a peer's buffer
   bool prefetch_ = false;             // the processor has prefetch_for_write (prefetch_next)
-  uint32_t calls_ = 0;
-  bool sockets_due_ = false;   // run the sockets on the next progress
-  uint32_t busy_ = 0;          // handshakes in progress: run the sockets every call
-  uint32_t waiting_room_ = 0;  // connections with a send refused for want of room
+  IdlePoll idle_sockets_;             // when to look at the sockets with no handshake running
+  bool sockets_due_ = false;          // run the sockets on the next progress
+  uint32_t busy_ = 0;                 // handshakes in progress: run the sockets every call
+  uint32_t waiting_room_ = 0;         // connections with a send refused for want of room
 
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<Conn*> live_;  // established connections, polled by progress
@@ -360,7 +361,7 @@ inline void Fabric::wake_peer(Conn* c) {
 template <class Sink>
 int Fabric::progress(Sink& sink) {
   int handled = 0;
-  if (((++calls_ & 4095) == 0 || busy_ || sockets_due_)) [[unlikely]]
+  if ((busy_ || sockets_due_ || idle_sockets_.due())) [[unlikely]]
     handled += poll_sockets();
   while (!events_.empty()) [[unlikely]] {
       CmEvent ev = events_.pop();
