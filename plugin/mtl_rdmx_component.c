@@ -290,6 +290,33 @@ static void mtl_rdmx_choose_auth(rdmx_settings_t* s) {
       !chosen && RDMX_OK == rdmx_settings_set(s, "RDMX_AUTH", "secret");
 }
 
+/* The value of an rdmx setting as the user gave it (MCA parameter, else environment),
+ * or NULL where the user left it alone. */
+static const char* mtl_rdmx_user_value(const char* name) {
+  const mtl_rdmx_param_t* p = mtl_rdmx_param(name);
+  return p && mtl_rdmx_user_set(p->index) ? mtl_rdmx_param_text(p) : getenv(name);
+}
+
+/* A job whose every rank is on this host needs no network fabric: with RDMX_FABRIC left
+ * at auto, shared memory on and the host not split into RDMX_SHM_DOMAINs (a rank that
+ * sets one expects to reach other domains through the network, so a job that splits
+ * its host sets one on every rank), rdmx uses shared memory alone, as vader does.
+ * Opening libfabric costs each rank tens of milliseconds of CPU in MPI_Init (its verbs
+ * provider reads /proc/kallsyms twice, whatever provider is asked for), which among
+ * oversubscribed ranks adds up to seconds. */
+static void mtl_rdmx_choose_fabric(rdmx_settings_t* s) {
+  const char* fabric = mtl_rdmx_user_value("RDMX_FABRIC");
+  const char* shm = mtl_rdmx_user_value("RDMX_SHM");
+  const char* domain = mtl_rdmx_user_value("RDMX_SHM_DOMAIN");
+  bool all_local = (long)ompi_process_info.num_local_peers + 1 >= (long)ompi_process_info.num_procs;
+  if (all_local && (NULL == fabric || 0 == strcmp(fabric, "auto")) &&
+      (NULL == shm || 0 != strcmp(shm, "off")) && (NULL == domain || '\0' == domain[0]) &&
+      RDMX_OK == rdmx_settings_set(s, "RDMX_FABRIC", "shm"))
+    opal_output_verbose(2, ompi_mtl_rdmx.output,
+                        "mtl rdmx: all %u ranks on this host: shared memory only (RDMX_FABRIC=shm)",
+                        (unsigned)ompi_process_info.num_procs);
+}
+
 static int mtl_rdmx_publish_secret(void) {
   uint8_t secret[16];
   if (getrandom(secret, sizeof secret, 0) != (ssize_t)sizeof secret) return OMPI_ERROR;
@@ -373,6 +400,7 @@ mca_mtl_base_module_t* mtl_rdmx_init(bool enable_progress_threads, bool enable_m
     return NULL;
   }
   mtl_rdmx_choose_idle(settings);
+  mtl_rdmx_choose_fabric(settings);
   mtl_rdmx_choose_auth(settings);
   mtl_rdmx_choose_rcache(settings);
 
