@@ -80,6 +80,7 @@ struct Conn : Watch {
   void* user = nullptr;
   State state = State::Idle;
   bool active = false;
+  bool roomy = true;  // one of the first connections: the roomy window (Fabric::credit_window)
   bool cma = false;
   bool ending = false;  // the peer's socket ended: fail once its arrivals are taken  // READs by
                         // process_vm_readv; else by copies through the segments
@@ -112,6 +113,7 @@ struct Conn : Watch {
   std::vector<int64_t> slot_read;  // read id per staging slot, -1 if free
   std::vector<uint64_t> slot_offset;
   std::vector<uint32_t> free_slots;
+  bool staging_reserved = false;  // the staging area's memory is allocated (reserve_staging)
 
   // Split reads: the entries in this side's segment (this side reads) and in the peer's
   // (the peer reads this side's memory).

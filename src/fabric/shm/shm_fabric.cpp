@@ -130,6 +130,7 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
   c->user = user;
   c->serial = next_serial_++;
   c->active = req == nullptr;
+  c->roomy = conns_.size() < kRoomyConns;
   if (c->active) {
     Address a;
     if (!decode_address(addr, addr_len, a, err)) return RDMX_ERR_INVALID;
@@ -164,8 +165,11 @@ int Fabric::recv_memory(Conn* c, uint32_t count, uint32_t buf_size, uint8_t** ou
           " bytes per connection exceed the shared-memory fabric's 2 GiB";
     return RDMX_ERR_INVALID;
   }
-  size_t bytes = lay_out(shape, nullptr);
-  if (int rc = c->in.create(bytes, err)) return rc;
+  // The staging area for copy reads is reserved only if this connection ever reads by
+  // copies (Fabric::reserve_staging): across memory, the usual way, it is never used.
+  SegmentHeader laid{};
+  size_t bytes = lay_out(shape, &laid);
+  if (int rc = c->in.create(bytes, laid.staging_off, err)) return rc;
   c->in_h = new (c->in.base()) SegmentHeader{};
   lay_out(shape, c->in_h);
   c->tokens.assign(c->in_h->posted_cap, PostedBuf{0, nullptr, 0, false});
@@ -204,6 +208,9 @@ bool Fabric::attach_peer(Conn* c, int fd, uint64_t probe_addr, std::string& err)
     return false;
   }
   const SegmentHeader& o = c->out_layout;
+  // Mapped now rather than a page fault at a time as messages first touch them (it
+  // made an alltoall of 32 ranks 3-4x slower than vader's); the peer reserved them.
+  c->out.populate(0, o.staging_off);
   uint8_t* b = c->out.base();
   c->peer_posted.bind(&c->out_h->posted, reinterpret_cast<PostedRecv*>(b + o.posted_off),
                       o.posted_cap);

@@ -109,17 +109,29 @@ class Fabric {
   // Reads are cross-memory reads of virtual addresses when they happen: nothing is pinned.
   bool pins_memory() const { return false; }
 
-  // Mid-size messages (RDMX_MIDSIZE_LIMIT=-1): up to 32 KiB, a few copies through the
-  // rings beat the rendezvous' request, cross-memory read and FIN (16 KiB: 2.2 us
-  // against 5.2); at 64 KiB the read's single copy wins back the bandwidth
-  // (docs/performance.md). The eager limit stays the default: receive buffers are
-  // shared memory per local pair.
-  uint64_t midsize_limit(const Conn*) const { return 32 * 1024; }
-  // Credits (RDMX_CREDITS=-1): 32. Windows of 64 sends carried 8-20% more messages of 16
-  // to 256 bytes with 32 in flight than with 64, as many (within 5%) of 1 to 8 bytes and
-  // 1 MiB, 2-5% less from 16 to 64 KiB; the queue's size was not what mattered
-  // (docs/performance.md). Segments are 0.58 MB per local peer, where 64 make 0.84.
-  uint32_t credit_window(const Conn*) const { return 32; }
+  // A rank's first kRoomyConns connections get the roomy window below; the rest, a lean
+  // one. Every connection has a segment of its own, and a sender fills its peer's
+  // receive buffers in turn: with 32 credits, an alltoall among 32 ranks touched a new
+  // page of shared memory at almost every message (1,700 page faults per rank in ten
+  // 16 KiB alltoalls) and ran 3-4x slower than vader, whose buffers are per process.
+  // Lean connections keep 8 credits and no mid-size segments (a message above the
+  // eager limit goes by rendezvous, one cross-memory read): a quarter of the buffers,
+  // whose pages stay warm (docs/scale.md). The first peers a rank talks to are, in most
+  // programs, its busiest (a stencil's neighbours, a 2-rank benchmark's partner).
+  static constexpr size_t kRoomyConns = 8;
+  static constexpr uint32_t kLeanCredits = 8;
+  // Mid-size messages (RDMX_MIDSIZE_LIMIT=-1) on roomy connections: up to 32 KiB, a few
+  // copies through the rings beat the rendezvous' request, cross-memory read and FIN
+  // (16 KiB: 2.2 us against 5.2); at 64 KiB the read's single copy wins back the
+  // bandwidth (docs/performance.md). The eager limit stays the default: receive buffers
+  // are shared memory per local pair.
+  uint64_t midsize_limit(const Conn* c) const { return c->roomy ? 32 * 1024 : 0; }
+  // Credits (RDMX_CREDITS=-1) on roomy connections: 32. Windows of 64 sends carried
+  // 8-20% more messages of 16 to 256 bytes with 32 in flight than with 64, as many
+  // (within 5%) of 1 to 8 bytes and 1 MiB, 2-5% less from 16 to 64 KiB; the queue's size
+  // was not what mattered (docs/performance.md). Segments are 0.58 MB per local peer,
+  // where 64 make 0.84.
+  uint32_t credit_window(const Conn* c) const { return c->roomy ? 32 : kLeanCredits; }
   // Rendezvous reads (RDMX_RNDV_CHUNK=-1) of 4 MiB: a cross-memory read has no packets to
   // lose, and 1 MiB chunks carried 4 MiB messages at 12.6-14.6 GB/s where whole ones took
   // 14.7-18.2 (vader: 15.3-16.8; docs/performance.md).
@@ -201,6 +213,7 @@ class Fabric {
   bool cma_read(Conn* c, void* local, uint64_t len, uint64_t raddr, fabric::Failure& f);
   // A read not split with the peer: across memory where permitted, else by copies.
   int read_alone(Conn* c, void* local, uint64_t len, uint64_t raddr, uint64_t wr);
+  bool reserve_staging(Conn* c, std::string& why);
   // Split reads (shm_split_read.cpp): a large cross-memory read whose copy the peer
   // shares. split_read returns false where it cannot start one (no free entry, no room
   // in the peer's queue, cross-memory reads refused): the caller reads alone.

@@ -17,6 +17,9 @@ struct Faults {
   // (process_vm_writev).
   std::atomic<bool> cma_read_refused{false};
   std::atomic<bool> cma_write_refused{false};
+  // The staging area of a connection's first copy read cannot be allocated, as when the
+  // memory or tmpfs limit is reached (Fabric::reserve_staging).
+  std::atomic<bool> staging_refused{false};
 };
 
 inline Faults& faults() {

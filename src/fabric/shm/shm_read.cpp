@@ -44,6 +44,11 @@ int Fabric::read_alone(Conn* c, void* local, uint64_t len, uint64_t raddr, uint6
     }
     c->cma = false;  // refused now (a policy changed): copies from here on
   }
+  if (std::string why; !c->staging_reserved && !reserve_staging(c, why)) {
+    complete(Completion::WrError, fabric::Failure::Other, wr, c->user);
+    break_conn(c, fabric::Failure::Other, why);
+    return RDMX_OK;
+  }
   if (c->free_reads.empty()) {
     if (c->reads.size() >= 1024) return RDMX_ERR_NO_MEMORY;  // past any initiator depth
     c->reads.push_back({});
@@ -61,6 +66,26 @@ int Fabric::read_alone(Conn* c, void* local, uint64_t len, uint64_t raddr, uint6
   }
   issue_pieces(c);
   return RDMX_OK;
+}
+
+// This side's staging area, where the peer copies what a copy read asks for, is
+// allocated on the first such read: most connections never read by copies. A full
+// memory limit then fails the read and the connection with a reason, never a SIGBUS
+// in the peer.
+bool Fabric::reserve_staging(Conn* c, std::string& why) {
+  const SegmentHeader& h = *c->in_h;
+  size_t len = size_t(h.staging_slots) * h.staging_slot_len;
+  int e = faults().staging_refused.load(std::memory_order_relaxed)
+              ? ENOMEM
+              : c->in.populate(h.staging_off, len);
+  if (e != 0 && e != EINVAL) {
+    why = "reserving " + std::to_string(len) +
+          " bytes of shared memory for copy reads failed: " + std::strerror(e) +
+          " (the memory or tmpfs limit of this host or container is reached)";
+    return false;
+  }
+  c->staging_reserved = true;
+  return true;
 }
 
 // Returns true once len bytes are read. On false, f is RemoteAccess (no such memory in

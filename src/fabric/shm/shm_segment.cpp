@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -26,7 +27,7 @@ Segment& Segment::operator=(Segment&& o) noexcept {
   return *this;
 }
 
-int Segment::create(size_t bytes, std::string& err) {
+int Segment::create(size_t bytes, size_t reserved, std::string& err) {
   reset();
   fd_ = ::memfd_create("rdmx-shm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd_ < 0) {
@@ -51,8 +52,11 @@ int Segment::create(size_t bytes, std::string& err) {
   // The owner reads what arrives here: its pages on the owner's NUMA node where the
   // owner runs within one (numa_memory.h), set before they are allocated just below.
   topology::prefer_local(p, bytes);
-  if (int e = ::posix_fallocate(fd_, 0, off_t(bytes)); e != 0) {
-    err = "reserving " + std::to_string(bytes) +
+  reserved = std::min(reserved, bytes);
+  int e = ::posix_fallocate(fd_, 0, off_t(reserved));
+  if (e == 0) e = populate(0, reserved) == ENOMEM ? ENOMEM : 0;
+  if (e != 0) {
+    err = "reserving " + std::to_string(reserved) +
           " bytes of shared memory failed: " + std::strerror(e) +
           " (the memory or tmpfs limit of this host or container is reached)";
     reset();
@@ -90,6 +94,14 @@ int Segment::attach(int fd, size_t min_bytes, std::string& err) {
   size_ = bytes;
   close_fd();
   return RDMX_OK;
+}
+
+int Segment::populate(size_t offset, size_t len) {
+  if (offset > size_ || len > size_ - offset) return EINVAL;
+  // Page-aligned: the segment's parts that are populated start on pages of their own.
+  size_t start = offset & ~size_t(4095);
+  if (::madvise(base_ + start, len + (offset - start), MADV_POPULATE_WRITE) == 0) return 0;
+  return errno == ENOMEM || errno == EFAULT || errno == EHWPOISON ? ENOMEM : errno;
 }
 
 void Segment::close_fd() {

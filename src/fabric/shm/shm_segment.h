@@ -19,11 +19,17 @@ class Segment {
   Segment(Segment&& o) noexcept { *this = static_cast<Segment&&>(o); }
   Segment& operator=(Segment&& o) noexcept;
 
-  // Makes a segment of `bytes`, its memory reserved now (so that a full memory limit is
-  // an error here, not a SIGBUS later).
-  int create(size_t bytes, std::string& err);
+  // Makes a segment of `bytes`, the first `reserved` of them reserved and mapped now (so
+  // that a full memory limit is an error here, not a SIGBUS later); the rest stays
+  // unallocated until populate() reserves it.
+  int create(size_t bytes, size_t reserved, std::string& err);
   // Maps the segment behind fd (taking fd); its size must be at least min_bytes.
   int attach(int fd, size_t min_bytes, std::string& err);
+  // Allocates and maps [offset, offset + len) now, in one call rather than a page fault
+  // per page as messages first touch them. Returns 0 or the errno: ENOMEM where the
+  // memory or tmpfs limit is reached (never a SIGBUS later); EINVAL where the kernel
+  // (before 5.14) cannot, and the pages come at first touch as before.
+  int populate(size_t offset, size_t len);
   // The descriptor, for passing to the peer; close_fd() once passed.
   int fd() const { return fd_; }
   void close_fd();
