@@ -7,7 +7,7 @@ RDMX_BUILD_PKGS="autoconf automake libtool pkg-config make g++ git
   rdma-core ibverbs-providers"
 RDMX_TEST_PKGS="qemu-system-x86 linux-image-amd64 busybox-static ibverbs-utils
   rdmacm-utils perftest iproute2 valgrind procps clang libclang-rt-dev slurm-wlm munge
-  debootstrap python3 python3-matplotlib"
+  debootstrap python3 python3-matplotlib dpkg-dev debhelper lintian"
 
 say() { printf '\n==> %s\n' "$*"; }
 
