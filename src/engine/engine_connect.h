@@ -181,13 +181,14 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
     // A member's request, recorded or recognised: a recorded one sent again is a replay.
     uint64_t nonce;
     std::memcpy(&nonce, m.nonce, sizeof nonce);
-    if (std::find(p->nonces_seen.begin(), p->nonces_seen.end(), nonce) != p->nonces_seen.end()) {
+    std::vector<uint64_t>& seen = p->connect_history().nonces_seen;
+    if (std::find(seen.begin(), seen.end(), nonce) != seen.end()) {
       reason = RejectReason::Replayed;
       why = "a request of rank " + std::to_string(m.src_rank) + " seen before";
       p = nullptr;
     } else {
-      if (p->nonces_seen.size() >= 256) p->nonces_seen.erase(p->nonces_seen.begin());
-      p->nonces_seen.push_back(nonce);
+      if (seen.size() >= 256) seen.erase(seen.begin());
+      seen.push_back(nonce);
     }
   }
   if (p && p->failed) {
@@ -311,10 +312,11 @@ void Engine<F>::on_rejected(void* user, const uint8_t* pdata, size_t len, const 
           std::chrono::milliseconds(settings_.connect_timeout_ms)) {
     // The peer has not been given the job secret yet: try again shortly.
     Peer<F>& p = *l->peer;
-    p.retry_started = l->started;
+    ConnectHistory& h = p.connect_history();
+    h.retry_started = l->started;
     retire(std::move(p.link));
-    p.retry_pending = true;
-    p.retry_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    h.retry_pending = true;
+    h.retry_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
     ++connecting_;
     return;
   }
@@ -381,12 +383,12 @@ void Engine<F>::check_connect_timeouts() {
     expire_secret_wait();
   // Peers that had no job secret yet when asked: ask again, within the same time limit.
   for (auto& p : peers_)
-    if (p.retry_pending && now >= p.retry_at) {
-      p.retry_pending = false;
+    if (p.history && p.history->retry_pending && now >= p.history->retry_at) {
+      p.history->retry_pending = false;
       --connecting_;
       if (p.link || p.failed || p.backlog.empty()) continue;
       connect_peer(p);
-      if (p.link) p.link->started = p.retry_started;
+      if (p.link) p.link->started = p.history->retry_started;
     }
   auto limit = std::chrono::milliseconds(settings_.connect_timeout_ms);
   for (auto& p : peers_) {

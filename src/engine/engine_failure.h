@@ -89,7 +89,6 @@ void Engine<F>::fail_peer(Peer<F>& p, int code, const std::string& why) {
   p.failed = true;
   ++failed_peers_;
   p.failure_code = code;
-  p.failure = why;
   last_error_ = why;
   // A peer that goes away with nothing pending (it finalized first) is not an error.
   std::vector<PostedEntry*> posted = posted_.take_source(p.rank);

@@ -96,24 +96,38 @@ struct Control {
   uint64_t sender_request;
 };
 
+// What a peer's connection set-up remembers between attempts: the connect requests it
+// has proven (a replay is refused), and, while the peer had no job secret yet, when to
+// ask again. Made at the peer's first connect request or retry.
+struct ConnectHistory {
+  std::vector<uint64_t> nonces_seen;  // connect requests proven to come from this rank
+  bool retry_pending = false;         // the peer had no secret yet: connect again at retry_at
+  std::chrono::steady_clock::time_point retry_at{}, retry_started{};
+};
+
+// One entry of the peer table, one per rank of the job. A peer this rank has not talked
+// to costs its bytes here and nothing on the heap (docs/scale.md): the control ring
+// allocates at its first message, the address is set by rdmx_add_peer, the rest comes
+// with the first connection.
 template <class F>
 struct Peer {
-  int32_t rank = 0;
-  std::vector<uint8_t> address;
   std::unique_ptr<Link<F>> link;  // the connection in use (or being made)
   List backlog;                   // sends not yet on the wire, in order
-  Ring<Control> control{8};
-  List inflight;  // requests to fail if this peer is lost
+  List inflight;                  // requests to fail if this peer is lost
+  Ring<Control> control{0};
+  std::vector<uint8_t> address;
+  std::unique_ptr<ConnectHistory> history;
+  int32_t rank = 0;
+  int32_t failure_code = 0;
   // Something may be waiting to go: a control message, the backlog or a credit return.
   // Set by whatever queues such work; drain() clears it once all of it has gone.
   bool pending = false;
   bool failed = false;
   bool awaiting_secret = false;  // a send waits to connect until the job secret is given
-  bool retry_pending = false;    // the peer had no secret yet: connect again at retry_at
-  std::chrono::steady_clock::time_point retry_at{}, retry_started{};
-  int failure_code = 0;
-  std::vector<uint64_t> nonces_seen;  // connect requests proven to come from this rank
-  std::string failure;
+  ConnectHistory& connect_history() {
+    if (!history) history = std::make_unique<ConnectHistory>();
+    return *history;
+  }
 };
 
 }  // namespace rdmx::engine
