@@ -163,7 +163,8 @@ void Fabric::on_listener() {
   for (int fd; (fd = accept_socket(listener_)) >= 0;) {
     pid_t pid = 0;
     uint32_t uid = 0;
-    if (!peer_credentials(fd, pid, uid) || uid != host_identity().uid || requests_.size() >= 256) {
+    if (!peer_credentials(fd, pid, uid) || uid != host_identity().uid ||
+        requests_.size() >= size_t(kListenBacklog)) {
       ::close(fd);  // a stranger, or a flood: nothing is said to it
       continue;
     }

@@ -34,7 +34,8 @@ int listen_socket(std::string& name, std::string& err) {
     }
     sockaddr_un a;
     socklen_t len = abstract_addr(buf, a);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), len) == 0 && ::listen(fd, 128) == 0) {
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), len) == 0 &&
+        ::listen(fd, kListenBacklog) == 0) {
       name = buf;
       return fd;
     }

@@ -16,6 +16,12 @@ namespace rdmx::shm {
 // The longest abstract name this fabric makes (sun_path holds 107 after the NUL).
 constexpr size_t kMaxSocketName = 40;
 
+// Connection requests that may wait to be accepted, and to be answered: every other rank
+// of a job on one host may connect at once (an alltoall's first round). The kernel caps
+// the backlog at net.core.somaxconn (4096 on Debian 12); with the 128 this had, 255 ranks
+// connecting at once to one found it full.
+inline constexpr int kListenBacklog = 4096;
+
 // Binds a listening socket under a fresh random name (returned in name); -1 and err on
 // failure.
 int listen_socket(std::string& name, std::string& err);
