@@ -309,59 +309,5 @@ TEST_F(Shm, AFailedSplitReadsBufferIsNotWrittenAfterItCompletes) {
   EXPECT_TRUE(end == SplitEnd::Kept) << "the sender wrote into a buffer after its receive failed";
 }
 
-// Every other rank of a job on this host connects to rank 0 at once, before rank 0 looks
-// at its listener (an alltoall's first round among 201 ranks): every request waits in
-// the backlog, is accepted, and its message arrives. With a backlog of 128, the 129th
-// connect failed at once ("its backlog is full").
-TEST_F(Shm, TwoHundredRanksConnectingAtOnceAreAllAccepted) {
-  constexpr int kPeers = 200;
-  std::vector<rdmx_context_t*> ctx(kPeers + 1, nullptr);
-  for (int i = 0; i <= kPeers; ++i) {
-    ctx[size_t(i)] = open_rank("shm", i, kPeers + 1, 31);
-    ASSERT_NE(ctx[size_t(i)], nullptr) << "rank " << i;
-  }
-  std::vector<uint8_t> zero = address_of(ctx[0]);
-  std::vector<uint64_t> out(kPeers + 1), in(kPeers + 1, 0);
-  std::vector<rdmx_request_t*> sends(kPeers + 1, nullptr), recvs(kPeers + 1, nullptr);
-  for (int i = 1; i <= kPeers; ++i) {
-    std::vector<uint8_t> a = address_of(ctx[size_t(i)]);
-    ASSERT_EQ(rdmx_add_peer(ctx[0], i, a.data(), a.size()), RDMX_OK);
-    ASSERT_EQ(rdmx_add_peer(ctx[size_t(i)], 0, zero.data(), zero.size()), RDMX_OK);
-    out[size_t(i)] = uint64_t(i) * 1000003u;
-    ASSERT_EQ(rdmx_isend(ctx[size_t(i)], 0, 0, 5, &out[size_t(i)], 8, 0, nullptr, nullptr,
-                         &sends[size_t(i)]),
-              RDMX_OK)
-        << "rank " << i << ": " << rdmx_last_error(ctx[size_t(i)]);
-  }
-  for (int i = 1; i <= kPeers; ++i)
-    ASSERT_EQ(rdmx_irecv(ctx[0], i, 0, 5, &in[size_t(i)], 8, nullptr, nullptr, &recvs[size_t(i)]),
-              RDMX_OK);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  int left = 2 * kPeers;
-  std::vector<bool> done(2 * (kPeers + 1), false);
-  while (left > 0 && std::chrono::steady_clock::now() < deadline) {
-    for (auto* c : ctx) rdmx_progress(c);
-    for (int i = 1; i <= kPeers; ++i)
-      for (int side = 0; side < 2; ++side) {
-        size_t k = size_t(2 * i + side);
-        if (done[k]) continue;
-        int flag = 0;
-        rdmx_status_info_t st{};
-        rdmx_test(side ? recvs[size_t(i)] : sends[size_t(i)], &flag, &st);
-        if (!flag) continue;
-        done[k] = true;
-        --left;
-        EXPECT_EQ(st.error, RDMX_OK) << (side ? "receive from" : "send of") << " rank " << i;
-      }
-  }
-  EXPECT_EQ(left, 0) << "requests still open after 60 s";
-  for (int i = 1; i <= kPeers; ++i) {
-    EXPECT_EQ(in[size_t(i)], out[size_t(i)]) << "from rank " << i;
-    rdmx_request_free(ctx[size_t(i)], sends[size_t(i)]);
-    rdmx_request_free(ctx[0], recvs[size_t(i)]);
-  }
-  for (auto* c : ctx) rdmx_finalize(c);
-}
-
 }  // namespace
 }  // namespace rdmx::test

@@ -8,13 +8,16 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/log.h"
 #include "fabric/shm/shm_fabric.h"
+#include "fabric/shm/shm_faults.h"
 #include "fabric/shm/shm_socket.h"
 
 namespace rdmx::shm {
 namespace {
 
-constexpr auto kRequestDeadline = std::chrono::seconds(10);
+constexpr auto kRequestDeadline = std::chrono::milliseconds(10000);
+constexpr int kSocketBatch = 512;  // socket events taken by one poll_sockets at most
 
 // What both sides of a connection work with, once established: any SEND is copied when
 // posted, small ones ride in the arrivals queue whose room paces them (no credit), and
@@ -143,19 +146,27 @@ void Fabric::drop_request(ConnRequest* r) {
 
 int Fabric::poll_sockets() {
   sockets_due_ = false;
-  epoll_event evs[16];
-  int n = ::epoll_wait(epfd_, evs, 16, 0);
-  for (int i = 0; i < n; ++i) {
-    auto* w = static_cast<Watch*>(evs[i].data.ptr);
-    switch (w->kind) {
-      case Watch::Listener: on_listener(); break;
-      case Watch::Request: on_request_readable(static_cast<ConnRequest*>(w)); break;
-      case Watch::Connection: on_conn_readable(static_cast<Conn*>(w), evs[i].events); break;
+  // Every event ready is taken, up to kSocketBatch of them: among oversubscribed ranks a
+  // progress call may come once per round of the scheduler (a second with 256 ranks on
+  // two cores), and 16 a call left a rank's 255 connect requests of an alltoall waiting
+  // for 16 rounds.
+  epoll_event evs[64];
+  int total = 0;
+  for (int n = int(std::size(evs)); n == int(std::size(evs)) && total < kSocketBatch;) {
+    n = ::epoll_wait(epfd_, evs, int(std::size(evs)), 0);
+    for (int i = 0; i < n; ++i) {
+      auto* w = static_cast<Watch*>(evs[i].data.ptr);
+      switch (w->kind) {
+        case Watch::Listener: on_listener(); break;
+        case Watch::Request: on_request_readable(static_cast<ConnRequest*>(w)); break;
+        case Watch::Connection: on_conn_readable(static_cast<Conn*>(w), evs[i].events); break;
+      }
     }
+    total += std::max(n, 0);
+    if (total >= kSocketBatch) sockets_due_ = true;  // more may be waiting
   }
   if (!requests_.empty()) expire_requests();
-  if (n == 16) sockets_due_ = true;  // more may be waiting
-  return n;
+  return total;
 }
 
 // A process connects: it must be this user's; what it says is checked when it arrives.
@@ -163,8 +174,11 @@ void Fabric::on_listener() {
   for (int fd; (fd = accept_socket(listener_)) >= 0;) {
     pid_t pid = 0;
     uint32_t uid = 0;
-    if (!peer_credentials(fd, pid, uid) || uid != host_identity().uid ||
-        requests_.size() >= size_t(kListenBacklog)) {
+    bool stranger = !peer_credentials(fd, pid, uid) || uid != host_identity().uid;
+    if (stranger || requests_.size() >= size_t(kListenBacklog)) {
+      RDMX_LOG(LogLevel::Info, rank_,
+               "shm: a connection from pid %d (uid %u) closed unanswered: %s", int(pid), uid,
+               stranger ? "not this user's" : "too many requests pending");
       ::close(fd);  // a stranger, or a flood: nothing is said to it
       continue;
     }
@@ -177,6 +191,8 @@ void Fabric::on_listener() {
     ev.events = EPOLLIN | EPOLLRDHUP;
     ev.data.ptr = static_cast<Watch*>(r.get());
     if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      RDMX_LOG(LogLevel::Info, rank_, "shm: a request from pid %d closed unanswered: epoll: %s",
+               int(pid), std::strerror(errno));
       ::close(fd);
       continue;
     }
@@ -200,6 +216,11 @@ void Fabric::on_request_readable(ConnRequest* r) {
             r->frame.pdata_len <= kConnectDataMax && fd >= 0 &&
             r->peer_segment.attach(fd, sizeof(SegmentHeader), err) == RDMX_OK;
   if (!ok) {
+    RDMX_LOG(LogLevel::Info, rank_, "shm: a request from pid %d dropped unanswered: %s",
+             int(r->pid),
+             n < 0          ? std::strerror(errno)
+             : !err.empty() ? err.c_str()
+                            : "not an rdmx connect request");
     if (fd >= 0 && !r->peer_segment.base()) ::close(fd);
     drop_request(r);  // not an rdmx connect request: dropped without an answer
     return;
@@ -295,11 +316,20 @@ void Fabric::finish_ends() {
 
 void Fabric::expire_requests() {
   auto now = std::chrono::steady_clock::now();
+  int32_t injected = faults().request_deadline_ms.load(std::memory_order_relaxed);
+  auto deadline = injected >= 0 ? std::chrono::milliseconds(injected) : kRequestDeadline;
   for (size_t i = 0; i < requests_.size();) {
     ConnRequest* r = requests_[i].get();
-    if (!r->received && now - r->since > kRequestDeadline)
-      drop_request(r);  // said nothing in time
-    else
+    if (!r->received && now - r->since > deadline) {
+      // Among oversubscribed ranks this side may not have looked in all that time: what
+      // did arrive is taken, and only a requester that said nothing is dropped.
+      size_t pending = requests_.size();
+      on_request_readable(r);
+      if (requests_.size() != pending || r->received) continue;  // dropped as malformed, or taken
+      RDMX_LOG(LogLevel::Info, rank_, "shm: a request from pid %d dropped: nothing said in %lld ms",
+               int(r->pid), static_cast<long long>(deadline.count()));
+      drop_request(r);
+    } else
       ++i;
   }
 }

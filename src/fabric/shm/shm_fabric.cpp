@@ -48,7 +48,8 @@ Fabric::~Fabric() {
   if (epfd_ >= 0) ::close(epfd_);
 }
 
-int Fabric::open(const Settings& s, int32_t, std::string& err) {
+int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
+  rank_ = rank;
   rd_atomic_ = uint32_t(s.max_rd_atomic);
   domain_ = std::hash<std::string>{}(s.shm_domain);
   cma_wanted_ = s.shm_read != "copy";

@@ -240,6 +240,7 @@ class Fabric {
   [[gnu::noinline]] void write_inline(Conn* c, Arrival& a, const fabric::Sge* sge, int n,
                                       uint32_t total);
 
+  int32_t rank_ = -1;  // for the log
   int epfd_ = -1;
   int listener_ = -1;
   Watch listener_watch_{Watch::Listener};

@@ -20,6 +20,11 @@ struct Faults {
   // The staging area of a connection's first copy read cannot be allocated, as when the
   // memory or tmpfs limit is reached (Fabric::reserve_staging).
   std::atomic<bool> staging_refused{false};
+  // A connect request counts as silent this many milliseconds after it was accepted
+  // (-1: the fabric's own deadline, 10 s): 0 makes every request late at once, as for a
+  // rank that looks at its sockets seconds apart among oversubscribed ranks
+  // (Fabric::expire_requests).
+  std::atomic<int32_t> request_deadline_ms{-1};
 };
 
 inline Faults& faults() {
