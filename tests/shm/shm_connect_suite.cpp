@@ -3,6 +3,8 @@
 // nothing.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -30,6 +32,17 @@ class ShmConnect : public ::testing::Test {
   }
   void TearDown() override { shm::faults().request_deadline_ms = -1; }
 };
+
+// Open descriptors of this process.
+size_t open_descriptors() {
+  size_t n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') ++n;
+    ::closedir(d);
+  }
+  return n;
+}
 
 // Every other rank of a job of peers + 1 sends 8 bytes to rank 0 at once, before rank 0
 // looks at its listener: every connection request waits in the backlog. Every send and
@@ -130,6 +143,45 @@ TEST_F(ShmConnect, ARequesterThatSaysNothingIsClosedAtItsDeadline) {
   EXPECT_TRUE(closed(2000)) << "still open 2 s after a deadline of 400 ms";
   ::close(s);
   rdmx_finalize(c);
+}
+
+// What arrives on a rank's socket is checked before anything of it is used: a request
+// that carries a memory file that is not sealed (a peer could shrink it under the
+// rank's mapping) is dropped with its descriptor, and the rank still answers the next.
+TEST_F(ShmConnect, ARequestWithAnUnsealedSegmentIsDroppedAndTheRankGoesOn) {
+  rdmx_context_t* c = open_rank("shm", 0, 2, 34);
+  ASSERT_NE(c, nullptr);
+  std::vector<uint8_t> blob = address_of(c);
+  shm::Address a{};
+  ASSERT_EQ(blob.size(), sizeof a);
+  std::memcpy(&a, blob.data(), sizeof a);
+  std::string err;
+  int s = shm::connect_socket(std::string(a.name, strnlen(a.name, sizeof a.name)), err);
+  ASSERT_GE(s, 0) << err;
+  int mem = ::memfd_create("not-sealed", MFD_CLOEXEC);
+  ASSERT_GE(mem, 0);
+  ASSERT_EQ(::ftruncate(mem, 1 << 16), 0);
+  size_t before = open_descriptors();
+  shm::Frame f{};
+  f.magic = shm::Frame::kMagic;
+  f.kind = shm::Frame::Connect;
+  f.version = shm::kLayoutVersion;
+  f.rd_atomic = 1;
+  ASSERT_TRUE(shm::send_frame(s, &f, sizeof f, mem));
+  bool closed = false;
+  for (int i = 0; i < 2000 && !closed; ++i) {
+    rdmx_progress(c);
+    char b;
+    ssize_t n = ::recv(s, &b, 1, MSG_DONTWAIT);
+    closed = n == 0 || (n < 0 && errno != EAGAIN);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(closed) << "the request was not dropped";
+  EXPECT_EQ(open_descriptors(), before) << "the rank kept the file it was sent";
+  ::close(s);
+  ::close(mem);
+  rdmx_finalize(c);
+  all_send_to_rank_zero(3, 35);  // and a rank of this process still connects
 }
 
 }  // namespace

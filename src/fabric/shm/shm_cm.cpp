@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "core/log.h"
 #include "fabric/shm/shm_fabric.h"
@@ -211,17 +212,21 @@ void Fabric::on_request_readable(ConnRequest* r) {
   ssize_t n = recv_frame(r->sock, &r->frame, sizeof r->frame, &fd);
   if (n < 0 && errno == EAGAIN) return;
   std::string err;
+  int recv_errno = errno;
   bool ok = n == ssize_t(sizeof r->frame) && r->frame.magic == Frame::kMagic &&
             r->frame.kind == Frame::Connect && r->frame.version == kLayoutVersion &&
-            r->frame.pdata_len <= kConnectDataMax && fd >= 0 &&
-            r->peer_segment.attach(fd, sizeof(SegmentHeader), err) == RDMX_OK;
+            r->frame.pdata_len <= kConnectDataMax && fd >= 0;
+  if (ok) {
+    // The segment owns the descriptor from here, and closes it whether or not it maps.
+    ok = r->peer_segment.attach(std::exchange(fd, -1), sizeof(SegmentHeader), err) == RDMX_OK;
+  }
   if (!ok) {
     RDMX_LOG(LogLevel::Info, rank_, "shm: a request from pid %d dropped unanswered: %s",
              int(r->pid),
-             n < 0          ? std::strerror(errno)
+             n < 0          ? std::strerror(recv_errno)
              : !err.empty() ? err.c_str()
                             : "not an rdmx connect request");
-    if (fd >= 0 && !r->peer_segment.base()) ::close(fd);
+    if (fd >= 0) ::close(fd);
     drop_request(r);  // not an rdmx connect request: dropped without an answer
     return;
   }
