@@ -173,6 +173,13 @@ typedef struct rdmx_stats {
      halves this side copied into a peer's buffer (docs/shm.md, split reads). */
   uint64_t split_reads;
   uint64_t split_halves_served;
+  /* Connections closed by agreement with their peer, idle, past RDMX_MAX_CONNECTIONS
+     (on either side), and connections made again (on either side) with a peer whose
+     connection was so closed before. */
+  uint64_t connection_closes;
+  uint64_t connection_reopens;
+  /* Connections made or being made, at the time of the call (not a counter). */
+  uint64_t connections_live;
 } rdmx_stats_t;
 
 RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);

@@ -116,6 +116,18 @@ constexpr SettingDecl kDecls[] = {
      .max = 3600000,
      .help = "how long a connection attempt may take before its sends fail",
      .store_int = store_int<&Settings::connect_timeout_ms>},
+    {.name = "RDMX_MAX_CONNECTIONS",
+     .type = RDMX_SETTING_INT,
+     .def = -1,
+     .min = -1,
+     .max = 1 << 20,
+     .help = "live connections per rank: past it the least recently used idle one is closed "
+             "by agreement with its peer and opened again when next needed; -1 = 256 (0 and 1 "
+             "are refused: with one, a rank talking to two peers in turn would close a "
+             "connection for every message)",
+     .store_int = store_int<&Settings::max_connections>,
+     .check_int = [](int64_t v) { return v == -1 || v >= 2; },
+     .accepted = "-1 or an integer from 2 to 1048576"},
     {.name = "RDMX_VERBOSE",
      .type = RDMX_SETTING_INT,
      .def = 0,

@@ -68,6 +68,7 @@ class Engine {
 
   const rdmx_stats_t& stats() const {
     stats_.requests_in_use = requests_.in_use();
+    stats_.connections_live = live_links_;
     if constexpr (requires { fabric_.fill_stats(stats_); }) fabric_.fill_stats(stats_);
     return stats_;
   }
@@ -139,6 +140,20 @@ class Engine {
   bool setup_link(Link<F>& l, std::string& err);
   void retire(std::unique_ptr<Link<F>> l);
   void check_connect_timeouts();
+
+  // The cap on live connections, and closing idle ones by agreement (engine_close.h).
+  void note_live(Peer<F>& p);
+  void note_gone(Link<F>& l);
+  bool idle(const Link<F>& l) const;
+  bool post_close_message(Link<F>& l, wire::Type t, uint64_t length);
+  void enforce_cap();
+  void propose_close(Link<F>& l);
+  void close_overtaken(Link<F>& l, const uint8_t* b);
+  void resume_open(Link<F>& l);
+  void handle_close(Link<F>& l, const wire::Header& h);
+  void close_agreed(Link<F>& l, bool disconnect);
+  void reconnect_later(Peer<F>& p);
+  void check_closes();
 
   // Shared receive queue (engine_setup.h).
   static constexpr bool kHasSharedReceive = requires(F f, typename F::Region r) {
@@ -328,6 +343,17 @@ class Engine {
   uint32_t connecting_ = 0;
   uint32_t failed_peers_ = 0;   // peers given up: receives from them fail at once
   uint32_t refused_links_ = 0;  // links whose peer refused a READ (engine_failure.h)
+  // Live links (made or being made), the cap on them, links this side proposed to close,
+  // and 1 while the cap may be exceeded (engine_close.h).
+  uint32_t live_links_ = 0;
+  uint32_t max_links_ = 0;
+  uint32_t closing_ = 0;
+  uint32_t over_cap_ = 0;
+  // Nonzero while progress has upkeep to do beyond connecting: refused READs, proposed
+  // closes, links over the cap. One word, so that progress tests it in one instruction.
+  uint32_t upkeep_ = 0;
+  void update_upkeep() { upkeep_ = refused_links_ | closing_ | over_cap_; }
+  std::chrono::steady_clock::time_point next_cap_look_{};
 
   std::vector<Peer<F>> peers_;
   std::vector<std::unique_ptr<Link<F>>> graveyard_;  // closed links, kept for late completions

@@ -74,6 +74,7 @@ protocol::CmMessage Engine<F>::offer(protocol::CmKind kind, Link<F>& l, const ui
   m.qp_num = fabric_.qp_num(l.conn);
   m.eager_limit = uint32_t(l.own_eager_limit);
   m.midsize_kib = uint16_t(own_midsize_limit(l) / 1024);
+  m.epoch = l.peer->close_epoch;
   m.credits = uint16_t(l.credits.window());
   m.ctrl_credits = kCtrlCredits;
   m.flags = uint8_t((settings_.flow_control ? protocol::kFlowControl : 0) |
@@ -142,6 +143,7 @@ void Engine<F>::connect_peer(Peer<F>& p) {
   }
   Link<F>* raw = l.get();
   p.link = std::move(l);
+  note_live(p);
   ++connecting_;
   if (rc != RDMX_OK) {
     fail_link(*raw, rc, "connecting to rank " + std::to_string(p.rank) + " failed: " + err);
@@ -191,6 +193,21 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
       seen.push_back(nonce);
     }
   }
+  if (p) {
+    // Which connection the request follows (engine_close.h): one made before a close this
+    // side has since agreed to was abandoned by its requester; one made after a close
+    // this side proposed means the peer agreed, its agreement, its last message on the
+    // old connection, still on its way.
+    auto ahead = int8_t(uint8_t(m.epoch - p->close_epoch));
+    if (ahead < 0) {
+      reason = RejectReason::Stale;
+      why = "a request of rank " + std::to_string(m.src_rank) + " made before " +
+            std::to_string(-ahead) + " close(s) of its connection";
+      p = nullptr;
+    } else if (ahead > 0 && p->link && p->link->state.closing()) {
+      close_agreed(*p->link, true);
+    }
+  }
   if (p && p->failed) {
     reason = RejectReason::Shutdown;
     why = "that peer was already given up";
@@ -208,8 +225,9 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
     }
   }
   if (reason != RejectReason::None) {
-    RDMX_LOG(reason == RejectReason::Duplicate ? LogLevel::Info : LogLevel::Warn, rank_,
-             "rejecting a connection request: %s (%s)", protocol::reject_reason_text(reason),
+    RDMX_LOG(reason == RejectReason::Duplicate || reason == RejectReason::Stale ? LogLevel::Info
+                                                                                : LogLevel::Warn,
+             rank_, "rejecting a connection request: %s (%s)", protocol::reject_reason_text(reason),
              why.c_str());
     // A reject goes to whoever asked, member or not: it carries nothing secret.
     CmMessage r = protocol::make_cm(CmKind::Reject, rank_, m.src_rank);
@@ -235,6 +253,7 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
   }
   CmMessage a = offer(CmKind::Accept, *l, m.nonce);
   p->link = std::move(l);
+  note_live(*p);
   ++connecting_;
   rc = fabric_.accept(p->link->conn, req, &a, sizeof a, err);
   if (rc != RDMX_OK)
@@ -294,6 +313,7 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
     h.source = rank_;
     if (!post(*l, h, nullptr, 0, nullptr, 0, false)) return;
   }
+  schedule_reads(*l);  // rendezvous messages that came before this event
   pump(p);
 }
 
@@ -332,6 +352,7 @@ void Engine<F>::on_rejected(void* user, const uint8_t* pdata, size_t len, const 
 template <fabric::Fabric F>
 void Engine<F>::retire(std::unique_ptr<Link<F>> l) {
   if (!l) return;
+  note_gone(*l);
   if (l->state.connecting()) --connecting_;
   l->state.set_closed();
   graveyard_.push_back(std::move(l));

@@ -37,6 +37,7 @@ void Engine<F>::on_wr_error(void* user, uint64_t wr, fabric::Failure f, const ch
       l->refused_at = std::chrono::steady_clock::now();
       l->refusal = what;
       ++refused_links_;
+      update_upkeep();
     }
     return;
   }
@@ -58,7 +59,11 @@ void Engine<F>::check_refusals() {
 template <fabric::Fabric F>
 void Engine<F>::on_conn_error(void* user, fabric::Failure f, const char* why) {
   auto* l = static_cast<Link<F>*>(user);
-  if (l->state.closed()) return;
+  if (l->state.closed()) {
+    // The proposer of a close disconnected (engine_close.h): this side's end goes too.
+    if (l->closed_by_agreement) fabric_.disconnect(l->conn);
+    return;
+  }
   bool connecting = l->state.connecting();
   int code = f == fabric::Failure::Unreachable ? RDMX_ERR_UNREACHABLE : RDMX_ERR_PEER_LOST;
   fail_link(*l, code,
@@ -69,10 +74,12 @@ void Engine<F>::on_conn_error(void* user, fabric::Failure f, const char* why) {
 template <fabric::Fabric F>
 void Engine<F>::fail_link(Link<F>& l, int code, const std::string& why) {
   if (l.state.closed()) return;
+  note_gone(l);
   if (l.state.connecting()) --connecting_;
   if (l.refused) {
     l.refused = false;
     --refused_links_;
+    update_upkeep();
   }
   l.state.set_closed();
   drop_segments(l);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "engine/engine.h"
+#include "engine/engine_close.h"
 #include "engine/engine_connect.h"
 #include "engine/engine_failure.h"
 #include "engine/engine_recv.h"

@@ -78,9 +78,11 @@ inline void Engine<F>::on_recv_unbuffered(void* user, const uint8_t* msg, uint32
 // Whether a link that is not ready takes a message. Over rdma_cm the active side's
 // first message can reach the passive side before its ESTABLISHED event: take it;
 // replies wait for the event (the link is not Open yet).
+// A link this side proposed to close takes messages too: the peer's answer, or what it
+// sent before it saw the proposal (engine_close.h).
 template <fabric::Fabric F>
 bool Engine<F>::takes_messages(const Link<F>& l) {
-  return l.state.open() || (l.state.connecting() && !l.active);
+  return l.state.open() || l.state.closing() || (l.state.connecting() && !l.active);
 }
 
 // A message on a link that is not ready (not open, or the passive side before the
@@ -90,6 +92,7 @@ void Engine<F>::on_recv_other(Link<F>& l, uint64_t wr, uint32_t len) {
   uint8_t* b = recv_buffer(l, wr);
   bool live = takes_messages(l);
   if (live && !l.state.may_send()) l.state.allow_send();  // the active side has spoken
+  if (l.state.closing() && len) close_overtaken(l, b);
   bool ctrl = live && handle_message(l, b, len);
   if (wr_kind(wr) == kWrShared) {
     // Shared buffers go back to the pool whatever became of the connection.
@@ -104,6 +107,7 @@ template <fabric::Fabric F>
 void Engine<F>::on_recv_unbuffered_other(Link<F>& l, const uint8_t* msg, uint32_t len) {
   if (!takes_messages(l)) return;
   if (!l.state.may_send()) l.state.allow_send();  // the active side has spoken
+  if (l.state.closing() && len) close_overtaken(l, msg);
   ++stats_.unbuffered_recvs;
   bool ctrl = handle_message(l, msg, len);
   owe_unbuffered(l, ctrl);
@@ -181,7 +185,8 @@ inline bool Engine<F>::handle_message(Link<F>& l, const uint8_t* b, uint32_t len
   return handle_other(l, b, len);
 }
 
-// Every message but a plain eager one; true if it was a credit message.
+// Every message but a plain eager one; true if it was a credit message (one that took a
+// control credit: Credit, and the close handshake's but CloseNak).
 template <fabric::Fabric F>
 bool Engine<F>::handle_other(Link<F>& l, const uint8_t* b, uint32_t len) {
   wire::Header h{};
@@ -204,6 +209,10 @@ bool Engine<F>::handle_other(Link<F>& l, const uint8_t* b, uint32_t len) {
     case wire::Type::SyncAck: handle_done(l, h, b, len); break;
     case wire::Type::Credit: return true;
     case wire::Type::Hello: break;
+    case wire::Type::CloseNak: handle_close(l, h); break;  // sent as a control message
+    case wire::Type::Close:
+    case wire::Type::CloseAck:
+    case wire::Type::CloseAsk: handle_close(l, h); return true;  // on a control credit
     default: bad_message(l, b, len, h.seq);
   }
   return false;
@@ -226,7 +235,7 @@ void Engine<F>::bad_message(Link<F>& l, const uint8_t* b, uint32_t len, uint32_t
     return fail_link(l, RDMX_ERR_PROTOCOL,
                      rank + " sent a message with version " + std::to_string(h.version()) +
                          " (expected " + std::to_string(wire::kVersion) + ")");
-  if (h.type() < wire::Type::Eager || h.type() > wire::Type::Short)
+  if (h.type() < wire::Type::Eager || h.type() > wire::kLastType)
     return fail_link(l, RDMX_ERR_PROTOCOL,
                      rank + " sent a message of unknown type " + std::to_string(int(h.type())));
   if (!is_short && len < sizeof h)

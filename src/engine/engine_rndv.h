@@ -20,7 +20,10 @@ void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint
   r.reads_in_flight = 0;
   r.status = {source, tag, r.read_len, msg_len, msg_len > r.len ? RDMX_ERR_TRUNCATED : RDMX_OK};
   Peer<F>& p = *l->peer;
-  if (!l->state.open()) {
+  // The READs wait while the link is not open: on the passive side, the active side's
+  // messages may come before the connection's established event; on a link this side
+  // proposed to close, the peer, whose send waits for them, refuses (engine_close.h).
+  if (l->state.closed()) {
     fail_request(r, p.failed ? p.failure_code : RDMX_ERR_PEER_LOST);
     return;
   }

@@ -8,6 +8,7 @@
 #include "core/job_secret.h"
 #include "core/log.h"
 #include "engine/engine.h"
+#include "engine/engine_close.h"
 #include "topology/numa_memory.h"
 
 namespace rdmx::engine {
@@ -34,6 +35,7 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
     secret_wait_started_ = std::chrono::steady_clock::now();
   }
   set_log_level(int(s.verbose));
+  max_links_ = s.max_connections < 0 ? kDefaultMaxConnections : uint32_t(s.max_connections);
   peers_.resize(size_t(size));
   for (int32_t i = 0; i < size; ++i) peers_[size_t(i)].rank = i;
   if (s.srq) {
@@ -120,9 +122,10 @@ int Engine<F>::add_peer(int32_t rank, const void* addr, size_t len) {
 
 template <fabric::Fabric F>
 inline int Engine<F>::progress() {
-  if ((connecting_ | refused_links_) && (++progress_calls_ & 63) == 0) [[unlikely]] {
+  if ((connecting_ | upkeep_) && (++progress_calls_ & 63) == 0) [[unlikely]] {
     if (connecting_) check_connect_timeouts();
     if (refused_links_) check_refusals();
+    if (closing_ | over_cap_) check_closes();
   }
   return fabric_.progress(*this);  // last: a tail call
 }

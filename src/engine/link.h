@@ -60,6 +60,14 @@ struct Link {
   uint64_t peer_midsize_limit = 0;  // the peer's own, from its connect or accept message
   Reassembly<F> reassembly;         // the mid-size message arriving on this link, if any
   std::chrono::steady_clock::time_point started{};
+  // Closing by agreement (engine_close.h): in the count of live links; the messages
+  // counted at the last look for idle links and how many looks found no new one; when
+  // this side proposed or asked for a close.
+  bool live = false;
+  bool closed_by_agreement = false;
+  uint64_t activity = 0;
+  uint32_t quiet_looks = 0;
+  std::chrono::steady_clock::time_point close_asked{};
   uint8_t request_nonce[protocol::kNonceBytes] = {};  // active side: what the accept must cover
 
   Credits credits;
@@ -124,6 +132,8 @@ struct Peer {
   bool pending = false;
   bool failed = false;
   bool awaiting_secret = false;  // a send waits to connect until the job secret is given
+  bool was_closed = false;       // a connection with this peer was closed by agreement
+  uint8_t close_epoch = 0;       // how many were (mod 256): connect_msg.h's epoch
   ConnectHistory& connect_history() {
     if (!history) history = std::make_unique<ConnectHistory>();
     return *history;

@@ -1,6 +1,8 @@
 // Where a link is in its life, Connecting -> Open -> Closed (or Connecting -> Closed),
-// and what that allows: the per-message fast paths apply only while it is ready (Open,
-// and this side may send: the passive side only after the active side's first message).
+// with Open -> Closing -> Open or Closed while an idle link is closed by agreement
+// (engine_close.h), and what that allows: the per-message fast paths apply only while it
+// is ready (Open, and this side may send: the passive side only after the active side's
+// first message). A Closing link takes messages but sends none of its own.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,7 @@ class LinkState {
  public:
   bool connecting() const { return phase_ == Phase::Connecting; }
   bool open() const { return phase_ == Phase::Open; }
+  bool closing() const { return phase_ == Phase::Closing; }
   bool closed() const { return phase_ == Phase::Closed; }
   bool may_send() const { return may_send_; }
   // Open and may send: the fast paths apply.
@@ -30,6 +33,17 @@ class LinkState {
     may_send_ = true;
     update();
   }
+  // Open -> Closing: this side proposed to close; nothing more goes on the link.
+  void set_closing() {
+    phase_ = Phase::Closing;
+    ready_ = false;
+    inline_eager_below_ = 0;
+  }
+  // Closing -> Open: the peer did not agree (or spoke first).
+  void resume() {
+    phase_ = Phase::Open;
+    update();
+  }
   // Any -> Closed, for good.
   void set_closed() {
     phase_ = Phase::Closed;
@@ -38,7 +52,7 @@ class LinkState {
   }
 
  private:
-  enum class Phase : uint8_t { Connecting, Open, Closed };
+  enum class Phase : uint8_t { Connecting, Open, Closing, Closed };
   void update() {
     ready_ = phase_ == Phase::Open && may_send_;
     if (ready_) inline_eager_below_ = inline_below_;

@@ -27,6 +27,8 @@ const char* reject_reason_text(RejectReason r) {
     case RejectReason::Replayed: return "the request was a replay of one already seen";
     case RejectReason::NotReady:
       return "the peer has not been given the job secret (it waited for it too long)";
+    case RejectReason::Stale:
+      return "the request was made before the connection it would replace was closed";
   }
   return "unknown reject reason";
 }

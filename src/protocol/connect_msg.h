@@ -1,4 +1,4 @@
-// The private data rdmx puts in connection requests, accepts and rejects: 46 bytes. It
+// The private data rdmx puts in connection requests, accepts and rejects: 47 bytes. It
 // fits the smallest limit it meets (libfabric verbs: 55 bytes on connect, of which the
 // libfabric backend's own header takes 8; rdma_cm: 56), carries its own length and
 // version, and is validated field by field on receipt: the reported length may be
@@ -36,6 +36,7 @@ enum class RejectReason : uint8_t {
   Resources = 9,    // this side could not set up the connection
   Replayed = 10,    // a request this side has seen before
   NotReady = 11,    // this side has no job secret yet and waited too long for it
+  Stale = 12,       // made before a connection it would replace was closed (engine_close.h)
 };
 const char* reject_reason_text(RejectReason r);
 
@@ -53,18 +54,22 @@ struct [[gnu::packed]] CmMessage {
   uint8_t nonce[kNonceBytes];  // Connect: fresh per request; Accept: fresh too
   int32_t src_rank;
   int32_t dst_rank;
-  uint32_t qp_num;         // the sender's queue pair (cross-checked by backends that have one)
-  uint32_t eager_limit;    // the sender's eager limit
-  uint16_t credits;        // regular receive buffers the sender posted for this connection
-  uint8_t ctrl_credits;    // receive buffers reserved for credit messages
-  uint8_t flags;           // kFlowControl
-  uint16_t midsize_kib;    // the sender's mid-size limit in KiB (0: it sends none)
+  uint32_t qp_num;       // the sender's queue pair (cross-checked by backends that have one)
+  uint32_t eager_limit;  // the sender's eager limit
+  uint16_t credits;      // regular receive buffers the sender posted for this connection
+  uint8_t ctrl_credits;  // receive buffers reserved for credit messages
+  uint8_t flags;         // kFlowControl
+  uint16_t midsize_kib;  // the sender's mid-size limit in KiB (0: it sends none)
+  // Connect: the connections with the destination the sender has closed by agreement
+  // (mod 256) when it made the request: tells a request made after a close from one made
+  // before it (engine_close.h).
+  uint8_t epoch;
   uint8_t mac[kMacBytes];  // Connect and Accept: see above; zero in a Reject
 };
 static_assert(std::is_trivially_copyable_v<CmMessage>);
 
 inline constexpr uint32_t kCmMagic = 0x584d4452;  // "RDMX"
-inline constexpr uint8_t kCmVersion = 3;
+inline constexpr uint8_t kCmVersion = 4;
 inline constexpr uint8_t kFlowControl = 0x1;
 // The sender receives from a shared queue: no per-connection credits; its peer sends
 // freely and relies on RNR retry.

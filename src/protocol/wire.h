@@ -19,7 +19,13 @@ enum class Type : uint8_t {
   Hello = 6,    // header only: the active side's first message on a connection
   Segment = 7,  // header + one piece of a mid-size message (engine_segment.h)
   Short = 8,    // short header + payload: an eager message without flags
+  // Closing an idle connection by agreement (engine_close.h), header only:
+  Close = 9,      // active side: close? length = the messages it has received on the link
+  CloseAck = 10,  // passive side: agreed, this is its last message on the link
+  CloseNak = 11,  // passive side: not now, something is still in flight
+  CloseAsk = 12,  // passive side: please propose a close
 };
+inline constexpr Type kLastType = Type::CloseAsk;
 
 enum Flags : uint8_t {
   kSync = 0x1,  // Eager: a SyncTail follows the header; the receiver acks on match

@@ -24,6 +24,21 @@ TEST(Settings, RejectsOutOfRangeValuesWithTheAcceptedRange) {
   EXPECT_EQ(s.eager_limit, 4096);
 }
 
+// A cap of one connection would close one for nearly every message of a rank that talks
+// to two peers in turn; none at all could not send.
+TEST(Settings, AConnectionCapBelowTwoIsRefused) {
+  Settings s;
+  std::string err;
+  for (const char* v : {"0", "1", "-2"}) {
+    EXPECT_FALSE(s.set("RDMX_MAX_CONNECTIONS", v, err)) << v;
+    EXPECT_EQ(err, std::string("RDMX_MAX_CONNECTIONS='") + v +
+                       "' is not accepted: expected -1 or an integer from 2 to 1048576");
+  }
+  EXPECT_EQ(s.max_connections, -1);
+  EXPECT_TRUE(s.set("RDMX_MAX_CONNECTIONS", "2", err));
+  EXPECT_EQ(s.max_connections, 2);
+}
+
 TEST(Settings, NumbersArePlainDecimalDigits) {
   Settings s;
   std::string err;
