@@ -88,7 +88,8 @@ static int mtl_rdmx_finalize(struct mca_mtl_base_module_t* mtl) {
         "messages, %llu sends stalled for credits; registration cache: %llu hits, %llu misses, "
         "%llu "
         "evictions, %llu invalidations, %llu registrations; %llu reads split through shared "
-        "memory, %llu back halves copied for peers; %llu requests still in use",
+        "memory, %llu back halves copied for peers; %llu requests still in use; %llu "
+        "connections made, %llu closed by agreement, %llu made again, %llu live",
         m->rank, (unsigned long long)st.eager_sends, (unsigned long long)st.inline_sends,
         (unsigned long long)st.segmented_sends, (unsigned long long)st.in_place_sends,
         (unsigned long long)st.rndv_sends, (unsigned long long)st.read_backoffs,
@@ -97,7 +98,9 @@ static int mtl_rdmx_finalize(struct mca_mtl_base_module_t* mtl) {
         (unsigned long long)st.rcache_hits, (unsigned long long)st.rcache_misses,
         (unsigned long long)st.rcache_evictions, (unsigned long long)st.rcache_invalidations,
         (unsigned long long)st.rcache_registrations, (unsigned long long)st.split_reads,
-        (unsigned long long)st.split_halves_served, (unsigned long long)st.requests_in_use);
+        (unsigned long long)st.split_halves_served, (unsigned long long)st.requests_in_use,
+        (unsigned long long)st.connections, (unsigned long long)st.connection_closes,
+        (unsigned long long)st.connection_reopens, (unsigned long long)st.connections_live);
   int rc = rdmx_finalize(m->ctx);
   mtl_rdmx_release_hook_off(); /* after: the context is gone, nothing is cached */
   m->ctx = NULL;
