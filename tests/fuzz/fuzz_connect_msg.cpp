@@ -39,6 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   again.ctrl_credits = m.ctrl_credits;
   again.flags = m.flags;
   again.midsize_kib = m.midsize_kib;
+  again.epoch = m.epoch;
   again.reason = m.reason;
   std::memcpy(again.mac, m.mac, sizeof m.mac);
   FUZZ_CHECK(std::memcmp(&again, &m, sizeof m) == 0);

@@ -310,8 +310,32 @@ void engine_recv() {
   write(t, "wrong-sequence", ProgramWriter(s).recv(kAny, 0, kTag0, 64).raw_send(0, late).bytes());
   write(t, "short-message",
         ProgramWriter(s).raw_send(0, Bytes{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}).bytes());
-  Bytes odd = bytes_of(header(wire::Type(9), 0, 0));
+  Bytes odd = bytes_of(header(wire::Type(uint8_t(wire::kLastType) + 1), 0, 0));
   write(t, "unknown-type", ProgramWriter(s).raw_send(kFixAll, odd).bytes());
+  // Closing by agreement (engine_close.h): rank 1, the active side, proposes with the
+  // count of messages it has received (the length field); the context agrees if that is
+  // all it sent and nothing is in flight, then connects again for its next send.
+  Bytes close = bytes_of(header(wire::Type::Close, 0, 0));
+  write(t, "close-agreed",
+        ProgramWriter(s)
+            .raw_send(kFixAll, hello)
+            .raw_send(kFixAll, close)
+            .progress(2)
+            .send(0, 0, kTag0, 16)
+            .progress(4)
+            .bytes());
+  write(t, "close-overtaken",
+        ProgramWriter(s)
+            .raw_send(kFixAll, hello)
+            .send(0, 0, kTag0, 16)
+            .raw_send(kFixAll, close)
+            .progress(2)
+            .bytes());
+  write(t, "close-ack-never-proposed",
+        ProgramWriter(s)
+            .raw_send(kFixAll, hello)
+            .raw_send(kFixAll, bytes_of(header(wire::Type::CloseAck, 0, 0)))
+            .bytes());
   Bytes lies = eager(0, 16);
   lies[offsetof(wire::Header, length)] = 20;
   write(t, "eager-length-lies",
