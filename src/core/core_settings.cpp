@@ -122,7 +122,8 @@ constexpr SettingDecl kDecls[] = {
      .min = -1,
      .max = 1 << 20,
      .help = "live connections per rank: past it the least recently used idle one is closed "
-             "by agreement with its peer and opened again when next needed; -1 = 256 (0 and 1 "
+             "by agreement with its peer and opened again when next needed; -1 = half the "
+             "descriptors the process may open (RLIMIT_NOFILE) beyond 256, at least 256 (0 and 1 "
              "are refused: with one, a rank talking to two peers in turn would close a "
              "connection for every message)",
      .store_int = store_int<&Settings::max_connections>,

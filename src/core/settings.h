@@ -24,7 +24,7 @@ struct Settings {
   std::string verbs_device;      // RDMX_VERBS_DEVICE (device name or IP; "" = nearest)
   int64_t local_rank;            // RDMX_LOCAL_RANK (-1: unset, ask the launcher's variables)
   uint64_t connect_timeout_ms;   // RDMX_CONNECT_TIMEOUT_MS
-  int64_t max_connections;       // RDMX_MAX_CONNECTIONS (-1 = kDefaultMaxConnections)
+  int64_t max_connections;       // RDMX_MAX_CONNECTIONS (-1 = from RLIMIT_NOFILE)
   uint64_t verbose;              // RDMX_VERBOSE
   std::string auth;              // RDMX_AUTH: auto|job-key|secret
   std::string job_secret;        // RDMX_JOB_SECRET (hex), secret

@@ -15,6 +15,8 @@
 // request fails. The proposer then disconnects; a peer that never answers times out.
 #pragma once
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <vector>
@@ -24,10 +26,20 @@
 
 namespace rdmx::engine {
 
-// The live-connection cap when RDMX_MAX_CONNECTIONS is -1: as many as UCX keeps on RC
-// before it turns to datagrams, well within any device's queue pairs, and above the
-// peers of most jobs on one node today.
-inline constexpr uint32_t kDefaultMaxConnections = 256;
+// The live-connection cap when RDMX_MAX_CONNECTIONS is -1: what the process's
+// descriptor limit (RLIMIT_NOFILE) leaves room for, 2 per connection (a socket, and
+// through shared memory a segment while it is set up) after 256 for everything else,
+// and never fewer than 256. A job dies when it runs out of descriptors; a rank over the
+// cap only closes its idle connections, and a cap below the peers a pattern touches at
+// every step makes each of its messages reconnect (docs/scale.md): the default caps
+// only where the limit would otherwise be hit.
+inline uint32_t default_max_connections() {
+  constexpr uint64_t kReserved = 256, kPerConnection = 2, kFloor = 256, kCeiling = 1 << 20;
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return kCeiling;
+  uint64_t room = rl.rlim_cur > kReserved ? (rl.rlim_cur - kReserved) / kPerConnection : 0;
+  return uint32_t(std::clamp(room, kFloor, kCeiling));
+}
 
 // l has become p's link: counted as live.
 template <fabric::Fabric F>

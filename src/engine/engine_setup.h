@@ -35,7 +35,7 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
     secret_wait_started_ = std::chrono::steady_clock::now();
   }
   set_log_level(int(s.verbose));
-  max_links_ = s.max_connections < 0 ? kDefaultMaxConnections : uint32_t(s.max_connections);
+  max_links_ = s.max_connections < 0 ? default_max_connections() : uint32_t(s.max_connections);
   peers_.resize(size_t(size));
   for (int32_t i = 0; i < size; ++i) peers_[size_t(i)].rank = i;
   if (s.srq) {
