@@ -20,7 +20,11 @@ namespace {
 
 constexpr uint32_t kInitialCq = 1024;
 constexpr uint32_t kSrqDepth = 4096;
-constexpr int kListenBacklog = 128;
+// Connect requests that may wait to be taken: every rank of a job connecting to one at
+// once (an alltoall's first round) must not find the queue full. The kernel takes at most
+// net.rdma_ucm.max_backlog of it (1024 by default); libfabric's verbs provider needed
+// 4096 to reach 2,688 ranks at 192 per node (ofiwg/libfabric#5923).
+constexpr int kListenBacklog = 4096;
 
 uint32_t mtu_bytes(ibv_mtu m) {
   switch (m) {
