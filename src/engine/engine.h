@@ -139,6 +139,8 @@ class Engine {
   void agree_limits(Link<F>& l);
   bool setup_link(Link<F>& l, std::string& err);
   void retire(std::unique_ptr<Link<F>> l);
+  void connect_later(Peer<F>& p, std::chrono::steady_clock::time_point at,
+                     std::chrono::steady_clock::time_point started);
   void check_connect_timeouts();
 
   // The cap on live connections, and closing idle ones by agreement (engine_close.h).
@@ -152,7 +154,6 @@ class Engine {
   void resume_open(Link<F>& l);
   void handle_close(Link<F>& l, const wire::Header& h);
   void close_agreed(Link<F>& l, bool disconnect);
-  void reconnect_later(Peer<F>& p);
   void check_closes();
 
   // Shared receive queue (engine_setup.h).
@@ -343,16 +344,17 @@ class Engine {
   uint32_t connecting_ = 0;
   uint32_t failed_peers_ = 0;   // peers given up: receives from them fail at once
   uint32_t refused_links_ = 0;  // links whose peer refused a READ (engine_failure.h)
-  // Live links (made or being made), the cap on them, links this side proposed to close,
-  // and 1 while the cap may be exceeded (engine_close.h).
+  // Live links (made or being made), the cap on them, and links this side proposed to
+  // close (engine_close.h).
   uint32_t live_links_ = 0;
   uint32_t max_links_ = 0;
   uint32_t closing_ = 0;
-  uint32_t over_cap_ = 0;
+  bool over_cap() const { return live_links_ > max_links_; }
   // Nonzero while progress has upkeep to do beyond connecting: refused READs, proposed
-  // closes, links over the cap. One word, so that progress tests it in one instruction.
+  // closes, links over the cap. One word, so that progress tests it in one instruction;
+  // updated wherever one of those changes.
   uint32_t upkeep_ = 0;
-  void update_upkeep() { upkeep_ = refused_links_ | closing_ | over_cap_; }
+  void update_upkeep() { upkeep_ = refused_links_ | closing_ | uint32_t(over_cap()); }
   std::chrono::steady_clock::time_point next_cap_look_{};
 
   std::vector<Peer<F>> peers_;

@@ -48,22 +48,18 @@ void Engine<F>::note_live(Peer<F>& p) {
   l.live = true;
   ++live_links_;
   if (p.was_closed) ++stats_.connection_reopens;
-  if (live_links_ > max_links_) {
-    over_cap_ = 1;
-    update_upkeep();
-  }
+  update_upkeep();
 }
 
 // l leaves the count of live links (it failed, was retired or closed).
 template <fabric::Fabric F>
 void Engine<F>::note_gone(Link<F>& l) {
-  if (l.state.closing()) {
-    --closing_;
-    update_upkeep();
+  if (l.state.closing()) --closing_;
+  if (l.live) {
+    l.live = false;
+    --live_links_;
   }
-  if (!l.live) return;
-  l.live = false;
-  --live_links_;
+  update_upkeep();
 }
 
 // Nothing is in flight on l either way that a close would cut, and a control message
@@ -99,11 +95,7 @@ void Engine<F>::enforce_cap() {
   auto now = std::chrono::steady_clock::now();
   if (now < next_cap_look_) return;
   next_cap_look_ = now + std::chrono::milliseconds(1);
-  if (live_links_ <= max_links_) {
-    over_cap_ = 0;
-    update_upkeep();
-    return;
-  }
+  if (!over_cap()) return;
   std::vector<Link<F>*> idle_links;
   for (auto& p : peers_) {
     Link<F>* l = p.link.get();
@@ -222,24 +214,16 @@ void Engine<F>::close_agreed(Link<F>& l, bool disconnect) {
   RDMX_LOG(LogLevel::Info, rank_, "closed the idle connection to rank %d by agreement (%u live)",
            p.rank, live_links_);
   if (p.link.get() == &l) graveyard_.push_back(std::move(p.link));
-  if (!p.backlog.empty() && !p.failed) reconnect_later(p);
-}
-
-// Sends wait for p and it has no link: it is connected again from progress, outside the
-// fabric's callback this is called from.
-template <fabric::Fabric F>
-void Engine<F>::reconnect_later(Peer<F>& p) {
-  ConnectHistory& hist = p.connect_history();
-  if (hist.retry_pending) return;
-  hist.retry_pending = true;
-  hist.retry_at = hist.retry_started = std::chrono::steady_clock::now();
-  ++connecting_;
+  if (!p.backlog.empty() && !p.failed) {
+    auto now = std::chrono::steady_clock::now();
+    connect_later(p, now, now);
+  }
 }
 
 // Proposals that were never answered: the peer is gone.
 template <fabric::Fabric F>
 void Engine<F>::check_closes() {
-  if (over_cap_) enforce_cap();
+  if (over_cap()) enforce_cap();
   if (!closing_) return;
   auto now = std::chrono::steady_clock::now();
   auto limit = std::chrono::milliseconds(settings_.connect_timeout_ms);

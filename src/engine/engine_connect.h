@@ -332,12 +332,9 @@ void Engine<F>::on_rejected(void* user, const uint8_t* pdata, size_t len, const 
           std::chrono::milliseconds(settings_.connect_timeout_ms)) {
     // The peer has not been given the job secret yet: try again shortly.
     Peer<F>& p = *l->peer;
-    ConnectHistory& h = p.connect_history();
-    h.retry_started = l->started;
+    auto started = l->started;
     retire(std::move(p.link));
-    h.retry_pending = true;
-    h.retry_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
-    ++connecting_;
+    connect_later(p, std::chrono::steady_clock::now() + std::chrono::milliseconds(20), started);
     return;
   }
   if (r == RejectReason::None && m.reason == RejectReason::Duplicate) {
@@ -347,6 +344,20 @@ void Engine<F>::on_rejected(void* user, const uint8_t* pdata, size_t len, const 
   }
   fail_link(*l, RDMX_ERR_REJECTED,
             "rank " + std::to_string(l->peer->rank) + " rejected the connection: " + text);
+}
+
+// p is connected again at `at`, from progress (check_connect_timeouts), outside the
+// fabric's callback this may be called from; the attempt's time limit counts from
+// `started`.
+template <fabric::Fabric F>
+void Engine<F>::connect_later(Peer<F>& p, std::chrono::steady_clock::time_point at,
+                              std::chrono::steady_clock::time_point started) {
+  ConnectHistory& h = p.connect_history();
+  if (h.retry_pending) return;
+  h.retry_pending = true;
+  h.retry_at = at;
+  h.retry_started = started;
+  ++connecting_;
 }
 
 template <fabric::Fabric F>

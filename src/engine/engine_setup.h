@@ -125,7 +125,7 @@ inline int Engine<F>::progress() {
   if ((connecting_ | upkeep_) && (++progress_calls_ & 63) == 0) [[unlikely]] {
     if (connecting_) check_connect_timeouts();
     if (refused_links_) check_refusals();
-    if (closing_ | over_cap_) check_closes();
+    if (closing_ || over_cap()) check_closes();
   }
   return fabric_.progress(*this);  // last: a tail call
 }
