@@ -89,7 +89,8 @@ static int mtl_rdmx_finalize(struct mca_mtl_base_module_t* mtl) {
         "%llu "
         "evictions, %llu invalidations, %llu registrations; %llu reads split through shared "
         "memory, %llu back halves copied for peers; %llu requests still in use; %llu "
-        "connections made, %llu closed by agreement, %llu made again, %llu live",
+        "connections made, %llu closed by agreement, %llu made again, %llu live, %llu held "
+        "(%llu bytes of receive buffers)",
         m->rank, (unsigned long long)st.eager_sends, (unsigned long long)st.inline_sends,
         (unsigned long long)st.segmented_sends, (unsigned long long)st.in_place_sends,
         (unsigned long long)st.rndv_sends, (unsigned long long)st.read_backoffs,
@@ -100,7 +101,8 @@ static int mtl_rdmx_finalize(struct mca_mtl_base_module_t* mtl) {
         (unsigned long long)st.rcache_registrations, (unsigned long long)st.split_reads,
         (unsigned long long)st.split_halves_served, (unsigned long long)st.requests_in_use,
         (unsigned long long)st.connections, (unsigned long long)st.connection_closes,
-        (unsigned long long)st.connection_reopens, (unsigned long long)st.connections_live);
+        (unsigned long long)st.connection_reopens, (unsigned long long)st.connections_live,
+        (unsigned long long)st.connections_held, (unsigned long long)st.receive_buffer_bytes);
   int rc = rdmx_finalize(m->ctx);
   mtl_rdmx_release_hook_off(); /* after: the context is gone, nothing is cached */
   m->ctx = NULL;

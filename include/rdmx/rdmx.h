@@ -180,6 +180,11 @@ typedef struct rdmx_stats {
   uint64_t connection_reopens;
   /* Connections made or being made, at the time of the call (not a counter). */
   uint64_t connections_live;
+  /* At the time of the call: connections whose resources this rank still holds (live,
+     or ended and not yet given back to the fabric), and the bytes of receive buffers
+     they hold (not the shared receive queue's). */
+  uint64_t connections_held;
+  uint64_t receive_buffer_bytes;
 } rdmx_stats_t;
 
 RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);

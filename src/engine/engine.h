@@ -69,6 +69,9 @@ class Engine {
   const rdmx_stats_t& stats() const {
     stats_.requests_in_use = requests_.in_use();
     stats_.connections_live = live_links_;
+    stats_.connections_held = graveyard_.size();
+    for (const auto& p : peers_) stats_.connections_held += bool(p.link);
+    stats_.receive_buffer_bytes = receive_bytes_;
     if constexpr (requires { fabric_.fill_stats(stats_); }) fabric_.fill_stats(stats_);
     return stats_;
   }
@@ -142,6 +145,11 @@ class Engine {
   void connect_later(Peer<F>& p, std::chrono::steady_clock::time_point at,
                      std::chrono::steady_clock::time_point started);
   void check_connect_timeouts();
+
+  // Releasing what ended connections hold (engine_release.h).
+  static constexpr bool kReleasesConns = fabric::ReleasesConns<F>;
+  void bury(std::unique_ptr<Link<F>> l);
+  void release_buried();
 
   // The cap on live connections, and closing idle ones by agreement (engine_close.h).
   void note_live(Peer<F>& p);
@@ -354,7 +362,9 @@ class Engine {
   // closes, links over the cap. One word, so that progress tests it in one instruction;
   // updated wherever one of those changes.
   uint32_t upkeep_ = 0;
-  void update_upkeep() { upkeep_ = refused_links_ | closing_ | uint32_t(over_cap()); }
+  void update_upkeep() { upkeep_ = refused_links_ | closing_ | burying_ | uint32_t(over_cap()); }
+  uint32_t burying_ = 0;        // links in the graveyard to release (engine_release.h)
+  uint64_t receive_bytes_ = 0;  // receive buffers held by links, live or not yet released
   std::chrono::steady_clock::time_point next_cap_look_{};
 
   std::vector<Peer<F>> peers_;

@@ -213,7 +213,7 @@ void Engine<F>::close_agreed(Link<F>& l, bool disconnect) {
   if (disconnect) fabric_.disconnect(l.conn);
   RDMX_LOG(LogLevel::Info, rank_, "closed the idle connection to rank %d by agreement (%u live)",
            p.rank, live_links_);
-  if (p.link.get() == &l) graveyard_.push_back(std::move(p.link));
+  if (p.link.get() == &l) bury(std::move(p.link));
   if (!p.backlog.empty() && !p.failed) {
     auto now = std::chrono::steady_clock::now();
     connect_later(p, now, now);

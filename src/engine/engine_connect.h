@@ -39,6 +39,7 @@ bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
   if (l.recv_reg.reg(fabric_, l.recv_base, size_t(l.recv_bufs) * l.recv_buf_size,
                      fabric::kLocalWrite, err))
     return false;
+  receive_bytes_ += l.receive_bytes();
   std::vector<fabric::RecvBuf> bufs(l.recv_bufs);
   for (uint32_t i = 0; i < l.recv_bufs; ++i)
     bufs[i] = {l.recv_buf(i), l.recv_buf_size, wr_id(kWrRecv, i)};
@@ -366,7 +367,7 @@ void Engine<F>::retire(std::unique_ptr<Link<F>> l) {
   note_gone(*l);
   if (l->state.connecting()) --connecting_;
   l->state.set_closed();
-  graveyard_.push_back(std::move(l));
+  bury(std::move(l));
 }
 
 template <fabric::Fabric F>

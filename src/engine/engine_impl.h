@@ -7,6 +7,7 @@
 #include "engine/engine_connect.h"
 #include "engine/engine_failure.h"
 #include "engine/engine_recv.h"
+#include "engine/engine_release.h"
 #include "engine/engine_rndv.h"
 #include "engine/engine_segment.h"
 #include "engine/engine_send.h"

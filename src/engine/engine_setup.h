@@ -126,6 +126,7 @@ inline int Engine<F>::progress() {
     if (connecting_) check_connect_timeouts();
     if (refused_links_) check_refusals();
     if (closing_ || over_cap()) check_closes();
+    if (burying_) release_buried();
   }
   return fabric_.progress(*this);  // last: a tail call
 }

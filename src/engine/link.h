@@ -65,6 +65,7 @@ struct Link {
   // this side proposed or asked for a close.
   bool live = false;
   bool closed_by_agreement = false;
+  bool buried = false;  // released once its connection settles (engine_release.h)
   uint64_t activity = 0;
   uint32_t quiet_looks = 0;
   std::chrono::steady_clock::time_point close_asked{};
@@ -96,6 +97,7 @@ struct Link {
   uint32_t recv_buf_size = 0;
   uint32_t recv_bufs = 0;
   uint8_t* recv_buf(uint64_t i) { return recv_base + i * recv_buf_size; }
+  uint64_t receive_bytes() const { return recv_base ? uint64_t(recv_bufs) * recv_buf_size : 0; }
 };
 
 // A control message waiting for a credit: FIN or a synchronous-send ack.

@@ -149,6 +149,18 @@ struct SinkArchetype {
   void on_wr_error(void* user, uint64_t wr, Failure, const char* why);
 };
 
+// Releasing a connection (optional; a backend without it keeps every connection's
+// resources until it is destroyed): bool settled(const Conn*) const is true once c has
+// ended (disconnected from either side, or rejected) and progress() has reported
+// everything it will for c: no callback names c's user again, and no memory posted on c
+// is touched again. void release(Conn*) then frees what c holds (its queue pair, socket,
+// segments, slots); the engine names c no more. Called only on a settled connection.
+template <class F>
+concept ReleasesConns = requires(F f, const F cf, typename F::Conn* c) {
+  { cf.settled(c) } -> std::same_as<bool>;
+  f.release(c);
+};
+
 // Registrations: a region covers [addr, addr + len) as it was mapped when registered.
 // Optionally, bool pins_memory() const says whether that matters: true (the default when
 // a backend says nothing) if the device holds the pages the range mapped then, so that a

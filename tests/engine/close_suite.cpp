@@ -88,6 +88,53 @@ TEST_P(EngineTest, AnAlltoallUnderACapOfTwoClosesReopensAndKeepsOrder) {
       kCapOfTwo);
 }
 
+// A connection closed by agreement gives back what it held (engine_release.h): its
+// receive buffers and the fabric's queue pair, socket or segments. Four rounds of an
+// alltoall under a cap of 2 close and reopen connections every round; after each, a
+// rank holds no more connections than it has live, and receive memory for those only.
+TEST_P(EngineTest, ClosedConnectionsGiveBackWhatTheyHeld) {
+  constexpr int kRounds = 4;
+  run(
+      kCapRanks,
+      [](Rank& r) {
+        uint64_t per_link = 0;  // the receive memory of one connection, as first seen
+        for (int round = 0; round < kRounds; ++round) {
+          std::vector<uint64_t> out(size_t(r.size)), in(size_t(r.size));
+          std::vector<rdmx_request_t*> reqs;
+          for (int p = 0; p < r.size; ++p) {
+            if (p == r.rank) continue;
+            out[size_t(p)] = seed_of(r.rank, p, round, 0);
+            reqs.push_back(irecv(r, p, round, &in[size_t(p)], sizeof(uint64_t)));
+            reqs.push_back(isend(r, p, round, &out[size_t(p)], sizeof(uint64_t)));
+          }
+          for (auto* q : reqs) EXPECT_EQ(r.finish(q).error, RDMX_OK);
+          if (rdmx_stats_t s = stats(r); per_link == 0 && s.connections_held > 0)
+            per_link = s.receive_buffer_bytes / s.connections_held;
+          for (int p = 0; p < r.size; ++p) {
+            if (p == r.rank) continue;
+            EXPECT_EQ(in[size_t(p)], seed_of(p, r.rank, round, 0)) << "from rank " << p;
+          }
+          EXPECT_TRUE(settle_to_cap(r, 2)) << "rank " << r.rank;
+          r.barrier();
+          auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+          while (stats(r).connections_held > stats(r).connections_live &&
+                 std::chrono::steady_clock::now() < until)
+            rdmx_progress(r.ctx);
+          rdmx_stats_t s = stats(r);
+          EXPECT_EQ(s.connections_held, s.connections_live)
+              << "rank " << r.rank << ", round " << round << ": ended connections still held";
+          EXPECT_LE(s.receive_buffer_bytes, s.connections_live * per_link)
+              << "rank " << r.rank << ", round " << round << ": receive memory of "
+              << s.connections_held << " connections held for " << s.connections_live << " live";
+          r.barrier();
+        }
+        EXPECT_GT(stats(r).connection_reopens, 0u) << "rank " << r.rank;
+      },
+      // Every connection's receive buffers of one size, whatever the fabric would choose.
+      SettingList{
+          {"RDMX_MAX_CONNECTIONS", "2"}, {"RDMX_CREDITS", "16"}, {"RDMX_EAGER_LIMIT", "4096"}});
+}
+
 // The stress of every protocol (eager, mid-size, rendezvous, synchronous sends, wildcard
 // receives) among 8 ranks that may hold 2 connections each.
 TEST_P(EngineTest, ARandomizedStressUnderACapOfTwoLosesNothing) {

@@ -159,6 +159,17 @@ class Fabric {
     else
       net_.disconnect(c->net);
   }
+  static constexpr bool kNetReleases = fabric::ReleasesConns<Net>;
+  bool settled(const Conn* c) const requires kNetReleases {
+    return c->shm ? shm_.settled(c->shm) : net_.settled(c->net);
+  }
+  void release(Conn* c) requires kNetReleases {
+    if (c->shm)
+      shm_.release(c->shm);
+    else
+      net_.release(c->net);
+    std::erase_if(conns_, [c](auto& p) { return p.get() == c; });
+  }
 
   int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err) {
     if (int rc = net_.reg(addr, len, access, out.net_, err)) return rc;

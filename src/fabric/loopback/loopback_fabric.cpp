@@ -222,6 +222,17 @@ void Fabric::disconnect(Conn* c) {
   break_pair(c, fabric::Failure::Disconnected, "disconnected locally");
 }
 
+bool Fabric::settled(const Conn* c) const {
+  std::lock_guard<SpinLock> g(ep_->mu);
+  return c->broken && ep_->quiet_locked(c);
+}
+
+void Fabric::release(Conn* c) {
+  std::lock_guard<SpinLock> g(ep_->mu);
+  c->recvs = Ring<RecvWr>{1};
+  c->user = nullptr;
+}
+
 int Fabric::reg(void* addr, size_t len, uint32_t access, Region& out, std::string&) {
   std::lock_guard<SpinLock> g(ep_->mu);
   out.key_ = (uint64_t(ep_->id) << 40) | ep_->next_key++;

@@ -48,6 +48,10 @@ class Fabric {
   int accept(Conn* c, ConnRequest* req, const void* pdata, size_t plen, std::string& err);
   void reject(ConnRequest* req, const void* pdata, size_t plen);
   void disconnect(Conn* c);
+  // Ended, and everything about c reported. A released connection keeps its few bytes
+  // (its peer's thread may still look at it until it sees it broken): its receives go.
+  bool settled(const Conn* c) const;
+  void release(Conn* c);
 
   int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err);
   void dereg(Region& r);

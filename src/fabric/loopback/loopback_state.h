@@ -125,6 +125,11 @@ class EpState {
   bool take_event(CmEvent& out);
   // Fails every posted receive of c with a flush error and marks it broken. Caller holds mu.
   void break_locked(Conn* c, fabric::Failure why, const char* text);
+  // Whether nothing queued here names c (a completion or an event). Caller holds mu.
+  bool quiet_locked(const Conn* c) const {
+    return !cq_.any([c](const Completion& e) { return e.conn == c; }) &&
+           !events_.any([c](const CmEvent& e) { return e.user == c->user; });
+  }
 
  private:
   // Wakes a wait() if one sleeps: costs the producer one load when none does. The

@@ -193,12 +193,21 @@ void Fabric::disconnect(Conn* c) {
   if (!c || c->state == Conn::State::Down) return;  // null: create_conn failed
   eq_due();
   if (c->ep && c->state == Conn::State::Up) fi_shutdown(c->ep.get(), 0);
-  // Closing the endpoint stops the provider from touching any posted buffer, so the
-  // engine may release them; what was posted is reported as flushed.
+  go_down(c);
+}
+
+// Closing the endpoint stops the provider from touching any posted buffer, so the
+// engine may release them; what was posted is reported as flushed.
+void Fabric::go_down(Conn* c) {
   c->ep.reset();
   c->state = Conn::State::Down;
+  c->down_at = cq_drains_;
   flush(c, c->tx);
   flush(c, c->rx);
+}
+
+void Fabric::release(Conn* c) {
+  std::erase_if(conns_, [c](auto& p) { return p.get() == c; });
 }
 
 void Fabric::flush(Conn* c, OpTable& t) {
@@ -321,10 +330,7 @@ bool Fabric::eq_error(CmEvent& ev) {
     ev.kind = CmEvent::Rejected;
     uint8_t ignored = 0;
     ev.data = unwrap(err_data_, ev.len, ignored);
-    c->state = Conn::State::Down;
-    c->ep.reset();
-    flush(c, c->tx);
-    flush(c, c->rx);
+    go_down(c);
     return true;
   }
   if (e.err == FI_ECONNREFUSED)

@@ -180,6 +180,7 @@ int Fabric::poll_cq(Completion* out, int max) {
     }
   }
   if (got != -FI_EAVAIL) {
+    if (got == -FI_EAGAIN) ++cq_drains_;
     if (got < 0 && got != -FI_EAGAIN)
       RDMX_LOG(LogLevel::Error, rank_, "ofi: fi_cq_read: %s", fi_strerror(int(-got)));
     return n;

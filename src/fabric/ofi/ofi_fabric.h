@@ -111,6 +111,7 @@ struct Conn {
   std::string peer;           // that address in words, for messages
   fabric::ConnAttrs attrs{};  // final once established
   bool closing = false;       // the event queue reported it down; eq_text_ says why
+  uint64_t down_at = 0;       // Fabric::cq_drains_ when it went Down
   OpTable tx, rx;
   Op unreported;  // what an unsignaled inline send names (selective completion)
   // Passive side: receives that completed before the connection was reported
@@ -193,6 +194,14 @@ class Fabric {
   int accept(Conn* c, ConnRequest* req, const void* pdata, size_t plen, std::string& err);
   void reject(ConnRequest* req, const void* pdata, size_t plen);
   void disconnect(Conn* c);
+  // Down, every flush reported, and the completion queue read empty since it went down
+  // (closing its endpoint may have queued completions naming its operations): release()
+  // frees its operation tables.
+  bool settled(const Conn* c) const {
+    return c->state == Conn::State::Down && deferred_.empty() && c->early.empty() &&
+           cq_drains_ > c->down_at;
+  }
+  void release(Conn* c);
 
   int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err);
   void dereg(Region& r);
@@ -267,6 +276,7 @@ class Fabric {
   void eq_due() { eq_countdown_ = 0; }
   void finish_request();
   int setup_endpoint(Conn* c, fi_info* info, std::string& err);
+  void go_down(Conn* c);
   void flush(Conn* c, OpTable& t);
   Conn* conn_of(fid_t f) const;
   // Header and engine bytes into cm_out_; returns the total length.
@@ -304,6 +314,7 @@ class Fabric {
 
   ConnRequest request_;
   Ring<Completion> deferred_{64};  // flushes of operations on closed connections
+  uint64_t cq_drains_ = 0;         // reads of the completion queue that found it empty
   int cq_fd_ = -1;                 // the queues' wait objects (FI_WAIT_FD), or -1
   int eq_fd_ = -1;
   alignas(fi_eq_cm_entry) uint8_t eq_buf_[sizeof(fi_eq_cm_entry) + kMaxCmData];

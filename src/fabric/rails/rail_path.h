@@ -38,7 +38,7 @@ struct IpPrefix {
 struct RailView {
   IpPrefix local;      // its address and subnet
   unsigned tier = 0;   // 0 = nearest
-  uint32_t conns = 0;  // connections made through it so far
+  uint32_t conns = 0;  // connections through it, made and not yet released
   bool down = false;   // the device failed: no new connection through it
 };
 

@@ -219,6 +219,13 @@ class Fabric {
     forget(req);
   }
   void disconnect(Conn* c) { c->net->disconnect(c->inner); }
+  static constexpr bool kNetReleases = fabric::ReleasesConns<Net>;
+  bool settled(const Conn* c) const requires kNetReleases { return c->net->settled(c->inner); }
+  void release(Conn* c) requires kNetReleases {
+    c->net->release(c->inner);
+    --views_[c->rail].conns;
+    std::erase_if(conns_, [c](auto& p) { return p.get() == c; });
+  }
 
   int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err) {
     for (size_t i = 0; i < rails_.size(); ++i)

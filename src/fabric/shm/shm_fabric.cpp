@@ -342,6 +342,11 @@ void Fabric::disconnect(Conn* c) {
   break_conn(c, fabric::Failure::Disconnected, "disconnected locally");
 }
 
+void Fabric::release(Conn* c) {
+  if (c->sock >= 0) ::close(c->sock);
+  std::erase_if(conns_, [c](auto& p) { return p.get() == c; });
+}
+
 int Fabric::wait(int timeout_ms) {
   if (timeout_ms <= 0 || !cq_.empty() || !events_.empty()) return RDMX_OK;
   for (Conn* c : live_) c->in_h->sleeping.store(1, std::memory_order_relaxed);

@@ -103,6 +103,12 @@ class Fabric {
   int accept(Conn* c, ConnRequest* req, const void* pdata, size_t plen, std::string& err);
   void reject(ConnRequest* req, const void* pdata, size_t plen);
   void disconnect(Conn* c);
+  // Ended, and nothing about it waiting to be reported; release() closes its socket and
+  // unmaps both its segments.
+  bool settled(const Conn* c) const {
+    return c->state == Conn::State::Broken && cq_.empty() && events_.empty();
+  }
+  void release(Conn* c);
 
   int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err);
   void dereg(Region& r);
