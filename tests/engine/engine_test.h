@@ -38,6 +38,10 @@ class ProcessTest : public EngineTest {
   }
 };
 
+// A connect storm (connect_storm_suite.cpp): processes too, on the backends that connect
+// across hosts or share one listener among many local peers.
+class StormTest : public ProcessTest {};
+
 // A deterministic byte pattern for (seed, index), so receivers can verify payloads.
 inline uint8_t pattern(uint64_t seed, uint64_t i) {
   uint64_t x = (seed + 1) * 0x9E3779B97F4A7C15ull + i * 0xBF58476D1CE4E5B9ull;

@@ -5,4 +5,5 @@
 namespace rdmx::test {
 INSTANTIATE_TEST_SUITE_P(Ofi, EngineTest, ::testing::Values("ofi-tcp", "ofi-verbs", "ofi-tcp+shm"));
 INSTANTIATE_TEST_SUITE_P(Ofi, ProcessTest, ::testing::Values("ofi-tcp"));
+INSTANTIATE_TEST_SUITE_P(Ofi, StormTest, ::testing::Values("ofi-tcp"));
 }  // namespace rdmx::test

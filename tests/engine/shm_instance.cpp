@@ -6,4 +6,5 @@
 namespace rdmx::test {
 INSTANTIATE_TEST_SUITE_P(Shm, EngineTest, ::testing::Values("shm", "shm-copy"));
 INSTANTIATE_TEST_SUITE_P(Shm, ProcessTest, ::testing::Values("shm", "shm-copy"));
+INSTANTIATE_TEST_SUITE_P(Shm, StormTest, ::testing::Values("shm"));
 }  // namespace rdmx::test

@@ -5,4 +5,5 @@
 
 namespace rdmx::test {
 INSTANTIATE_TEST_SUITE_P(Verbs, EngineTest, ::testing::Values("verbs", "verbs-srq"));
-}
+INSTANTIATE_TEST_SUITE_P(Verbs, StormTest, ::testing::Values("verbs"));
+}  // namespace rdmx::test
