@@ -185,6 +185,8 @@ typedef struct rdmx_stats {
      they hold (not the shared receive queue's). */
   uint64_t connections_held;
   uint64_t receive_buffer_bytes;
+  /* Connects tried again after the peer refused for want of resources (with backoff). */
+  uint64_t connect_retries;
 } rdmx_stats_t;
 
 RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);

@@ -144,6 +144,9 @@ class Engine {
   void retire(std::unique_ptr<Link<F>> l);
   void connect_later(Peer<F>& p, std::chrono::steady_clock::time_point at,
                      std::chrono::steady_clock::time_point started);
+  void left_connecting(Link<F>& l);
+  bool retry_refused(Link<F>& l, protocol::RejectReason reason);
+  std::chrono::milliseconds backoff(uint32_t refusals);
   void check_connect_timeouts();
 
   // Releasing what ended connections hold (engine_release.h).
@@ -350,6 +353,13 @@ class Engine {
   uint32_t recv_buf_size_ = 0;
   uint64_t progress_calls_ = 0;
   uint32_t connecting_ = 0;
+  // This rank's own connects in flight (active links not yet established), at most
+  // kMaxDialing: a first alltoall among thousands of ranks starts its connects in waves,
+  // each holding its receive buffers only once it starts, and no listener sees more
+  // than kMaxDialing requests from one rank at once. The rest wait (connect_later).
+  static constexpr uint32_t kMaxDialing = 64;
+  uint32_t dialing_ = 0;
+  uint64_t jitter_ = 0;         // state of the backoff's jitter (splitmix64)
   uint32_t failed_peers_ = 0;   // peers given up: receives from them fail at once
   uint32_t refused_links_ = 0;  // links whose peer refused a READ (engine_failure.h)
   // Live links (made or being made), the cap on them, and links this side proposed to

@@ -129,6 +129,13 @@ void Engine<F>::connect_peer(Peer<F>& p) {
               "no address for rank " + std::to_string(p.rank) + " (rdmx_add_peer was not called)");
     return;
   }
+  if (dialing_ >= kMaxDialing) {
+    // Started once one of this rank's connects in flight ends (check_connect_timeouts).
+    auto now = std::chrono::steady_clock::now();
+    connect_later(p, now, now);
+    p.history->dial_wait = true;
+    return;
+  }
   auto l = std::make_unique<Link<F>>();
   l->peer = &p;
   l->active = true;
@@ -146,6 +153,7 @@ void Engine<F>::connect_peer(Peer<F>& p) {
   p.link = std::move(l);
   note_live(p);
   ++connecting_;
+  ++dialing_;
   if (rc != RDMX_OK) {
     fail_link(*raw, rc, "connecting to rank " + std::to_string(p.rank) + " failed: " + err);
     return;
@@ -289,7 +297,8 @@ void Engine<F>::on_established(void* user, const fabric::ConnAttrs& attrs, const
     }
     take_offer(*l, m);
   }
-  --connecting_;
+  left_connecting(*l);
+  if (p.history) p.history->refusals = 0;
   l->attrs = attrs;
   choose_reads(*l);
   l->sq.open(attrs.max_send_wr, kMaxSignalInterval);
@@ -328,16 +337,7 @@ void Engine<F>::on_rejected(void* user, const uint8_t* pdata, size_t len, const 
   std::string text = r == RejectReason::None
                          ? protocol::reject_reason_text(m.reason)
                          : std::string(why) + " (no rdmx reason: " + parse_why + ")";
-  if (r == RejectReason::None && m.reason == RejectReason::NotReady && l->peer->link.get() == l &&
-      std::chrono::steady_clock::now() - l->started <
-          std::chrono::milliseconds(settings_.connect_timeout_ms)) {
-    // The peer has not been given the job secret yet: try again shortly.
-    Peer<F>& p = *l->peer;
-    auto started = l->started;
-    retire(std::move(p.link));
-    connect_later(p, std::chrono::steady_clock::now() + std::chrono::milliseconds(20), started);
-    return;
-  }
+  if (r == RejectReason::None && retry_refused(*l, m.reason)) return;
   if (r == RejectReason::None && m.reason == RejectReason::Duplicate) {
     // Lost a simultaneous connect; the peer's connection to us carries the traffic.
     if (l->peer->link.get() == l) retire(std::move(l->peer->link));
@@ -361,11 +361,59 @@ void Engine<F>::connect_later(Peer<F>& p, std::chrono::steady_clock::time_point 
   ++connecting_;
 }
 
+// A refusal that a later attempt may not meet: the peer has no job secret yet (asked
+// again shortly), or no resources for the connection (its descriptors, queue pairs or
+// memory ran out, as in a connect storm): asked again after a backoff that doubles
+// with each refusal in a row, jittered so that the refused ranks do not come back
+// together. Either within the attempt's time limit; true if l was retired for it.
+template <fabric::Fabric F>
+bool Engine<F>::retry_refused(Link<F>& l, RejectReason reason) {
+  if (reason != RejectReason::NotReady && reason != RejectReason::Resources) return false;
+  Peer<F>& p = *l.peer;
+  auto now = std::chrono::steady_clock::now();
+  auto limit = std::chrono::milliseconds(settings_.connect_timeout_ms);
+  if (p.link.get() != &l || now - l.started >= limit) return false;
+  auto wait = std::chrono::milliseconds(20);
+  if (reason == RejectReason::Resources) {
+    wait = backoff(p.connect_history().refusals++);
+    ++stats_.connect_retries;
+    RDMX_LOG(LogLevel::Info, rank_,
+             "rank %d has no resources for a connection now: asking again in %lld ms", p.rank,
+             static_cast<long long>(wait.count()));
+  }
+  if (now + wait - l.started >= limit) return false;
+  auto started = l.started;
+  retire(std::move(p.link));
+  connect_later(p, now + wait, started);
+  return true;
+}
+
+// 10 ms after the first refusal, doubling up to 1 s, each between half and one and a
+// half times that.
+template <fabric::Fabric F>
+std::chrono::milliseconds Engine<F>::backoff(uint32_t refusals) {
+  uint64_t base = uint64_t(10) << std::min(refusals, 7u);
+  base = std::min<uint64_t>(base, 1000);
+  jitter_ += 0x9E3779B97F4A7C15ull;  // splitmix64
+  uint64_t z = jitter_;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return std::chrono::milliseconds(base / 2 + z % (base + 1));
+}
+
+// l is no longer being connected: established, failed or retired.
+template <fabric::Fabric F>
+void Engine<F>::left_connecting(Link<F>& l) {
+  --connecting_;
+  if (l.active) --dialing_;
+}
+
 template <fabric::Fabric F>
 void Engine<F>::retire(std::unique_ptr<Link<F>> l) {
   if (!l) return;
   note_gone(*l);
-  if (l->state.connecting()) --connecting_;
+  if (l->state.connecting()) left_connecting(*l);
   l->state.set_closed();
   bury(std::move(l));
 }
@@ -415,21 +463,30 @@ void Engine<F>::check_connect_timeouts() {
       now - secret_wait_started_ > std::chrono::milliseconds(settings_.connect_timeout_ms))
     expire_secret_wait();
   // Peers that had no job secret yet when asked: ask again, within the same time limit.
-  for (auto& p : peers_)
-    if (p.history && p.history->retry_pending && now >= p.history->retry_at) {
-      p.history->retry_pending = false;
-      --connecting_;
-      if (p.link || p.failed || p.backlog.empty()) continue;
-      connect_peer(p);
-      if (p.link) p.link->started = p.history->retry_started;
-    }
+  for (auto& p : peers_) {
+    ConnectHistory* h = p.history.get();
+    if (!h || !h->retry_pending || now < h->retry_at) continue;
+    if (dialing_ >= kMaxDialing && !p.link && !p.failed && !p.backlog.empty()) break;
+    h->retry_pending = false;
+    --connecting_;
+    if (p.link || p.failed || p.backlog.empty()) continue;
+    bool waited = h->dial_wait;
+    h->dial_wait = false;
+    connect_peer(p);
+    if (p.link && !waited) p.link->started = h->retry_started;
+  }
   auto limit = std::chrono::milliseconds(settings_.connect_timeout_ms);
   for (auto& p : peers_) {
     Link<F>* l = p.link.get();
-    if (l && l->state.connecting() && now - l->started > limit)
+    if (l && l->state.connecting() && now - l->started > limit) {
+      uint32_t refusals = p.history ? p.history->refusals : 0;
       fail_link(*l, RDMX_ERR_TIMEOUT,
                 "connecting to rank " + std::to_string(p.rank) + " timed out after " +
-                    std::to_string(settings_.connect_timeout_ms) + " ms (RDMX_CONNECT_TIMEOUT_MS)");
+                    std::to_string(settings_.connect_timeout_ms) + " ms (RDMX_CONNECT_TIMEOUT_MS)" +
+                    (refusals ? ", after " + std::to_string(refusals) +
+                                    " refusals: the peer ran out of resources for a new connection"
+                              : std::string()));
+    }
   }
 }
 

@@ -75,7 +75,7 @@ template <fabric::Fabric F>
 void Engine<F>::fail_link(Link<F>& l, int code, const std::string& why) {
   if (l.state.closed()) return;
   note_gone(l);
-  if (l.state.connecting()) --connecting_;
+  if (l.state.connecting()) left_connecting(l);
   if (l.refused) {
     l.refused = false;
     --refused_links_;

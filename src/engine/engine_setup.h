@@ -25,6 +25,9 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
   size_ = size;
   job_key_ = job_key;
   settings_ = s;
+  // Each rank's backoffs differ (engine_connect.h, backoff()).
+  jitter_ =
+      uint64_t(rank) << 32 ^ uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
   // How connections prove membership (connect_msg.h): the job secret, or the job key.
   mac_key_ = protocol::job_key_mac_key(job_key);
   if (!s.job_secret.empty() && s.auth != "job-key") {

@@ -111,7 +111,13 @@ struct Control {
 // ask again. Made at the peer's first connect request or retry.
 struct ConnectHistory {
   std::vector<uint64_t> nonces_seen;  // connect requests proven to come from this rank
-  bool retry_pending = false;         // the peer had no secret yet: connect again at retry_at
+  // Connect again at retry_at (the peer had no secret yet, or no resources; a close was
+  // agreed with a send waiting), the attempt's time limit counting from retry_started,
+  // or, when dial_wait, from when it starts: it waits for one of this rank's connects in
+  // flight to end (Engine::kMaxDialing).
+  bool retry_pending = false;
+  bool dial_wait = false;
+  uint32_t refusals = 0;  // the peer's refusals for want of resources in a row
   std::chrono::steady_clock::time_point retry_at{}, retry_started{};
 };
 

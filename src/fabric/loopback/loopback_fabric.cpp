@@ -101,6 +101,9 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
     }
     conn->target_id = a.id;
     conn->target_rd_atom = a.rd_atom;
+  } else if (faults().refuse_accepts.load() > 0 && faults().refuse_accepts.fetch_sub(1) > 0) {
+    err = "no resources for a new connection (injected fault)";
+    return RDMX_ERR_NO_MEMORY;
   }
   std::lock_guard<SpinLock> g(ep_->mu);
   conn->serial = ep_->next_serial++;

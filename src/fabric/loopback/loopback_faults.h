@@ -20,6 +20,7 @@ struct Faults {
   std::atomic<int64_t> sends_posted{0};
   std::atomic<uint64_t> max_reads_in_flight{0};  // high-water mark on any connection
   std::atomic<uint64_t> depth_violations{0};     // READs posted beyond the negotiated depth
+  std::atomic<int64_t> refuse_accepts{0};        // the next N connections offered cannot be made
 };
 
 Faults& faults();

@@ -28,6 +28,7 @@ void reset_faults() {
   f.reads_posted = 0;
   f.sends_posted = 0;
   f.max_reads_in_flight = 0;
+  f.refuse_accepts = 0;
   f.depth_violations = 0;
 }
 
