@@ -48,8 +48,19 @@ class Engine {
   // The job secret (engine_connect.h): connections prove membership with it from now on;
   // requests and sends that waited for it go ahead.
   int set_job_secret(const uint8_t* secret, size_t len);
-  // Sleeps until the fabric may have work for progress(), at most timeout_ms.
-  int wait_event(int timeout_ms) { return fabric_.wait(timeout_ms); }
+  // Sleeps until the fabric may have work for progress(), at most timeout_ms. While
+  // connections are being made or upkeep is due (a retry's time, a connect timeout, a
+  // close, the cap, a release), at most kUpkeepSleepMs, and the next progress() does
+  // that work: it runs only every 64 calls, which a sleeping caller makes seldom (a
+  // backoff of 10 ms took 400).
+  static constexpr int kUpkeepSleepMs = 5;
+  int wait_event(int timeout_ms) {
+    if (connecting_ | upkeep_) [[unlikely]] {
+      timeout_ms = std::min(timeout_ms, kUpkeepSleepMs);
+      progress_calls_ |= 63;
+    }
+    return fabric_.wait(timeout_ms);
+  }
   void finalize();
 
   // Messaging (engine_send.h, engine_recv.h).

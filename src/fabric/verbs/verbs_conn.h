@@ -99,7 +99,6 @@ struct Conn {
   Qp qp;
   SlotPool slots;
   uint32_t cq_entries = 0;  // reserved in the device's completion queue
-  uint32_t qpn = 0;         // the queue pair's number, kept after it is destroyed
 
   // Active side: the private data and the read depths to ask for.
   uint8_t pdata[56] = {};

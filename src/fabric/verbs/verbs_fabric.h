@@ -72,10 +72,6 @@ class Fabric {
   int accept(Conn* c, ConnRequest* req, const void* pdata, size_t plen, std::string& err);
   void reject(ConnRequest* req, const void* pdata, size_t plen);
   void disconnect(Conn* c);
-  // Reaped (its queue pair and id destroyed once every work request came back) and its
-  // end reported: release() frees the rest (its slots, its entry for shared receives).
-  bool settled(const Conn* c) const { return c->reaped && pending_.empty(); }
-  void release(Conn* c);
 
   int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err);
   void dereg(Region& r) { r.mr_.reset(); }

@@ -56,7 +56,6 @@ bool Fabric::create_qp(Conn* c, std::string& err) {
   c->attrs.max_inline = ia.cap.max_inline_data;
   c->attrs.max_send_wr = ia.cap.max_send_wr;
   c->attrs.max_sge = ia.cap.max_send_sge;
-  c->qpn = qp->qp_num;
   if (use_srq_) by_qp_num_[qp->qp_num] = c;
 
   ibv_qp_attr a{};
