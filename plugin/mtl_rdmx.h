@@ -61,7 +61,15 @@ typedef struct mtl_rdmx_module {
   bool secret_from_modex; /* the job secret is rank 0's, read from the modex */
   bool secret_set;        /* rdmx_set_job_secret done */
   bool release_hook;      /* opal's memory release hook forwards to rdmx_memory_released */
+  uint64_t start_cpu_ns;  /* this thread's CPU time in the component's init and add_procs */
 } mtl_rdmx_module_t;
+
+/* The calling thread's CPU time, in ns (start-up is measured with it: docs/scale.md). */
+static inline uint64_t mtl_rdmx_thread_cpu_ns(void) {
+  struct timespec t;
+  if (0 != clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)) return 0;
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 /* The modex key under which rank 0 publishes the job secret. */
 #define MTL_RDMX_SECRET_KEY "mtl.rdmx.secret"

@@ -388,6 +388,7 @@ void mtl_rdmx_release_hook_off(void) {
 /* Called through mtl_rdmx_component_init (mtl_rdmx_compat.h), in this Open MPI's shape. */
 mca_mtl_base_module_t* mtl_rdmx_init(bool enable_progress_threads, bool enable_mpi_threads) {
   mtl_rdmx_module_t* m = &ompi_mtl_rdmx;
+  uint64_t cpu0 = mtl_rdmx_thread_cpu_ns();
   mtl_rdmx_add_help_dir();
   m->output = opal_output_open(NULL);
   opal_output_set_verbosity(m->output, mtl_rdmx_verbosity());
@@ -461,6 +462,7 @@ mca_mtl_base_module_t* mtl_rdmx_init(bool enable_progress_threads, bool enable_m
     return NULL;
   }
 
+  m->start_cpu_ns += mtl_rdmx_thread_cpu_ns() - cpu0;
   opal_output_verbose(1, m->output, "mtl rdmx: rank %d of %d on fabric %s (%s)", m->rank, m->size,
                       rdmx_fabric_name(m->ctx),
                       enable_mpi_threads ? "MPI_THREAD_MULTIPLE: rdmx calls serialised by a lock"

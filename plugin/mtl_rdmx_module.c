@@ -90,7 +90,8 @@ static int mtl_rdmx_finalize(struct mca_mtl_base_module_t* mtl) {
         "evictions, %llu invalidations, %llu registrations; %llu reads split through shared "
         "memory, %llu back halves copied for peers; %llu requests still in use; %llu "
         "connections made, %llu closed by agreement, %llu made again, %llu live, %llu held "
-        "(%llu bytes of receive buffers)",
+        "(%llu bytes of receive buffers), %llu connects asked again; start-up took %.2f ms of "
+        "CPU (init and add_procs)",
         m->rank, (unsigned long long)st.eager_sends, (unsigned long long)st.inline_sends,
         (unsigned long long)st.segmented_sends, (unsigned long long)st.in_place_sends,
         (unsigned long long)st.rndv_sends, (unsigned long long)st.read_backoffs,
@@ -102,7 +103,8 @@ static int mtl_rdmx_finalize(struct mca_mtl_base_module_t* mtl) {
         (unsigned long long)st.split_halves_served, (unsigned long long)st.requests_in_use,
         (unsigned long long)st.connections, (unsigned long long)st.connection_closes,
         (unsigned long long)st.connection_reopens, (unsigned long long)st.connections_live,
-        (unsigned long long)st.connections_held, (unsigned long long)st.receive_buffer_bytes);
+        (unsigned long long)st.connections_held, (unsigned long long)st.receive_buffer_bytes,
+        (unsigned long long)st.connect_retries, (double)m->start_cpu_ns / 1e6);
   int rc = rdmx_finalize(m->ctx);
   mtl_rdmx_release_hook_off(); /* after: the context is gone, nothing is cached */
   m->ctx = NULL;
@@ -209,6 +211,7 @@ static void mtl_rdmx_make_codes(void) {
 int mtl_rdmx_add_procs(struct mca_mtl_base_module_t* mtl, size_t nprocs,
                        struct ompi_proc_t** procs) {
   (void)mtl;
+  uint64_t cpu0 = mtl_rdmx_thread_cpu_ns();
   mtl_rdmx_make_codes();
   /* The secret now, whoever the procs are. MPI_Init adds only the ranks on this node
    * (and this rank, which needs no address): a rank alone on its node would otherwise
@@ -226,7 +229,9 @@ int mtl_rdmx_add_procs(struct mca_mtl_base_module_t* mtl, size_t nprocs,
     ret = mtl_rdmx_add_peer((int32_t)name->vpid);
     if (OMPI_SUCCESS != ret) return ret;
   }
-  return mtl_rdmx_ulfm_add_procs(nprocs, procs);
+  ret = mtl_rdmx_ulfm_add_procs(nprocs, procs);
+  ompi_mtl_rdmx.start_cpu_ns += mtl_rdmx_thread_cpu_ns() - cpu0;
+  return ret;
 }
 
 int mtl_rdmx_del_procs(struct mca_mtl_base_module_t* mtl, size_t nprocs,
