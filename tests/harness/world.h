@@ -51,6 +51,9 @@ struct Capabilities {
   // Small messages in the fabric's queue entries (small_unbuffered) take no credit: the
   // room in that queue paces them (ConnAttrs::uncredited_max).
   bool small_uncredited = false;
+  // A connection closed by agreement gives back what it held (engine_release.h): not
+  // over native verbs (docs/scale.md).
+  bool releases_connections = true;
 };
 
 // The fabric (RDMX_FABRIC) and the settings a backend name stands for.
