@@ -48,16 +48,19 @@ class Engine {
   // The job secret (engine_connect.h): connections prove membership with it from now on;
   // requests and sends that waited for it go ahead.
   int set_job_secret(const uint8_t* secret, size_t len);
-  // Sleeps until the fabric may have work for progress(), at most timeout_ms. While
-  // connections are being made or upkeep is due (a retry's time, a connect timeout, a
-  // close, the cap, a release), at most kUpkeepSleepMs, and the next progress() does
-  // that work: it runs only every 64 calls, which a sleeping caller makes seldom (a
-  // backoff of 10 ms took 400).
-  static constexpr int kUpkeepSleepMs = 5;
+  // Sleeps until the fabric may have work for progress(), at most timeout_ms, and no
+  // later than the next connect retry is due. While connections are being made or
+  // upkeep is due, the next progress() does that work: it runs only every 64 calls,
+  // which a sleeping caller makes seldom (a backoff of 10 ms took 400).
   int wait_event(int timeout_ms) {
     if (connecting_ | upkeep_) [[unlikely]] {
-      timeout_ms = std::min(timeout_ms, kUpkeepSleepMs);
       progress_calls_ |= 63;
+      if (next_retry_ != std::chrono::steady_clock::time_point::max()) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        next_retry_ - std::chrono::steady_clock::now())
+                        .count();
+        timeout_ms = int(std::clamp<int64_t>(left + 1, 0, timeout_ms));
+      }
     }
     return fabric_.wait(timeout_ms);
   }
@@ -370,6 +373,8 @@ class Engine {
   // than kMaxDialing requests from one rank at once. The rest wait (connect_later).
   static constexpr uint32_t kMaxDialing = 64;
   uint32_t dialing_ = 0;
+  // The earliest retry_at of the peers to connect again (max: none due by time).
+  std::chrono::steady_clock::time_point next_retry_ = std::chrono::steady_clock::time_point::max();
   uint64_t jitter_ = 0;         // state of the backoff's jitter (splitmix64)
   uint32_t failed_peers_ = 0;   // peers given up: receives from them fail at once
   uint32_t refused_links_ = 0;  // links whose peer refused a READ (engine_failure.h)

@@ -357,6 +357,7 @@ void Engine<F>::connect_later(Peer<F>& p, std::chrono::steady_clock::time_point 
   if (h.retry_pending) return;
   h.retry_pending = true;
   h.retry_at = at;
+  next_retry_ = std::min(next_retry_, at);
   h.retry_started = started;
   ++connecting_;
 }
@@ -463,10 +464,17 @@ void Engine<F>::check_connect_timeouts() {
       now - secret_wait_started_ > std::chrono::milliseconds(settings_.connect_timeout_ms))
     expire_secret_wait();
   // Peers that had no job secret yet when asked: ask again, within the same time limit.
+  // Those waiting for a connect in flight to end are started when one does (an event
+  // wakes a sleeping caller), the others when their time comes.
+  next_retry_ = std::chrono::steady_clock::time_point::max();
   for (auto& p : peers_) {
     ConnectHistory* h = p.history.get();
-    if (!h || !h->retry_pending || now < h->retry_at) continue;
-    if (dialing_ >= kMaxDialing && !p.link && !p.failed && !p.backlog.empty()) break;
+    if (!h || !h->retry_pending) continue;
+    if (now < h->retry_at) {
+      next_retry_ = std::min(next_retry_, h->retry_at);
+      continue;
+    }
+    if (dialing_ >= kMaxDialing && !p.link && !p.failed && !p.backlog.empty()) continue;
     h->retry_pending = false;
     --connecting_;
     if (p.link || p.failed || p.backlog.empty()) continue;
