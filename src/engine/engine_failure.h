@@ -13,6 +13,10 @@ void Engine<F>::on_wr_error(void* user, uint64_t wr, fabric::Failure f, const ch
   auto* l = static_cast<Link<F>*>(user);
   switch (wr_kind(wr)) {
     case kWrRecv: break;
+    case kWrShared:
+      // A shared buffer goes back to the pool whatever became of the connection.
+      if (int rc = post_shared(wr_value(wr))) error(rc, "reposting a shared receive buffer failed");
+      break;
     case kWrRead:
       l->sq.release();
       --l->reads_outstanding;

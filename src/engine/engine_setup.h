@@ -79,10 +79,16 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
 }
 
 // One pool of receive buffers for all connections: memory grows with the pool, not
-// with the number of peers. Flow control is then the fabric's RNR retry.
+// with the number of peers. Flow control is then the fabric's: RNR retry over verbs, the
+// socket's own over tcp. Four windows of buffers, at most kMaxSharedPoolBytes of them
+// (32 MiB: 256 of tcp's 128 KiB buffers would be just over), at least kMinSharedPool.
 template <fabric::Fabric F>
 int Engine<F>::setup_shared_receive(std::string& err) {
+  constexpr uint64_t kMaxSharedPoolBytes = 32ull << 20;
+  constexpr uint32_t kMinSharedPool = 64;
   uint32_t n = fabric::max_credits(settings_) * 4;
+  n = uint32_t(std::min<uint64_t>(
+      n, std::max<uint64_t>(kMinSharedPool, kMaxSharedPoolBytes / recv_buf_size_)));
   if constexpr (requires { fabric_.shared_receive_depth(); })
     n = std::min(n, fabric_.shared_receive_depth());
   shared_mem_ = topology::alloc_local(size_t(n) * recv_buf_size_);

@@ -148,6 +148,10 @@ BackendSpec spec_of(const std::string& backend) {
     return {"ofi",
             {{"RDMX_OFI_PROVIDER", "tcp"}, {"RDMX_SHM", "off"}},
             {false, false, S::Medium, S::High, false, 24, 1 << 20, 256 << 10}};
+  if (backend == "ofi-tcp-srq")
+    return {"ofi",
+            {{"RDMX_OFI_PROVIDER", "tcp"}, {"RDMX_SHM", "off"}, {"RDMX_SRQ", "1"}},
+            {false, true, S::Medium, S::High, false, 24, 1 << 20, 256 << 10}};
   if (backend == "ofi-tcp+shm")
     return {"ofi",
             {{"RDMX_OFI_PROVIDER", "tcp"}, {"RDMX_SHM", "on"}},
@@ -157,6 +161,12 @@ BackendSpec spec_of(const std::string& backend) {
                   {{"RDMX_OFI_PROVIDER", "verbs"}, {"RDMX_SHM", "off"}},
                   over_verbs({false, false, S::Low, S::Low})};
     s.caps.releases_connections = true;  // libfabric's: its endpoints are released
+    return s;
+  }
+  if (backend == "ofi-verbs-srq") {
+    BackendSpec s = spec_of("ofi-verbs");
+    s.settings.push_back({"RDMX_SRQ", "1"});
+    s.caps.shared_receive = true;
     return s;
   }
   if (backend == "shm")

@@ -30,8 +30,8 @@ class Rank {
 };
 
 // What a backend can do: tests ask for a capability instead of testing a backend's
-// name (loopback, loopback-in-place, loopback-unbuffered, loopback-srq, ofi-tcp, ofi-verbs, shm,
-// shm-copy, verbs, verbs-srq).
+// name (loopback, loopback-in-place, loopback-unbuffered, loopback-srq, ofi-tcp, ofi-tcp-srq,
+// ofi-verbs, ofi-verbs-srq, shm, shm-copy, verbs, verbs-srq).
 struct Capabilities {
   enum class Speed : uint8_t { Low, Medium, High };
   bool in_process = false;          // the ranks are threads of this process, not processes

@@ -33,12 +33,14 @@ fabric::Failure failure_of(int err, bool connecting) {
 }  // namespace
 
 int Fabric::setup_endpoint(Conn* c, fi_info* info, std::string& err) {
+  if (srx_) info->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
   int rc = fi_endpoint(domain_.get(), info, c->ep.out(), c);
   if (rc) {
     err = fi_error("fi_endpoint", rc);
     return RDMX_ERR_FABRIC;
   }
-  if ((rc = fi_ep_bind(c->ep.get(), eq_.fid(), 0)) || (rc = bind_cq(c))) {
+  if ((rc = fi_ep_bind(c->ep.get(), eq_.fid(), 0)) || (rc = bind_cq(c)) ||
+      (srx_ && (rc = fi_ep_bind(c->ep.get(), srx_.fid(), 0)))) {
     err = fi_error("fi_ep_bind", rc);
     c->ep.reset();
     return RDMX_ERR_FABRIC;
@@ -49,12 +51,12 @@ int Fabric::setup_endpoint(Conn* c, fi_info* info, std::string& err) {
     return RDMX_ERR_FABRIC;
   }
   c->tx.init(c, tx_depth_, Op::Send);
-  c->rx.init(c, rx_depth_, Op::Recv);
+  c->rx.init(c, srx_ ? 0 : rx_depth_, Op::Recv);
   c->unreported.conn = c;
   c->unreported.kind = Op::Send;
   c->unreported.index = kUnpooled;
   c->unreported.live = true;
-  return RDMX_OK;
+  return srx_ ? take_tag(c, err) : RDMX_OK;
 }
 
 // Receives and READs are always reported; sends only when posted with FI_COMPLETION
@@ -105,9 +107,11 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
     c->peer = req->info->dest_addr
                   ? describe_sockaddr(req->info->dest_addr, req->info->dest_addrlen)
                   : std::string("the connecting peer");
+    c->peer_tag = req->peer_tag;
     rc = setup_endpoint(c, req->info, err);
     if (rc == RDMX_OK) req->conn = c;
-    c->early = Ring<Completion>(rx_depth_);  // never grows: at most every receive posted
+    // At most every receive posted arrives early; from a shared context, rarely any.
+    c->early = Ring<Completion>(srx_ ? 0 : rx_depth_);
     c->attrs = attrs_;
     c->attrs.initiator_depth = std::min<uint32_t>(rd_atom_, req->peer_rd_atom);
     c->attrs.responder_resources = c->attrs.initiator_depth;
@@ -121,19 +125,20 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
   return RDMX_OK;
 }
 
-size_t Fabric::wrap(const void* pdata, size_t plen) {
-  CmHeader h{kCmHeaderMagic, 1, rd_atom_, 0};
+size_t Fabric::wrap(const void* pdata, size_t plen, uint16_t tag) {
+  CmHeader h{kCmHeaderMagic, 1, rd_atom_, tag};
   std::memcpy(cm_out_, &h, sizeof h);
   if (plen) std::memcpy(cm_out_ + sizeof h, pdata, plen);
   return sizeof h + plen;
 }
 
-const uint8_t* Fabric::unwrap(const uint8_t* data, size_t& len, uint8_t& rd_atom) {
+const uint8_t* Fabric::unwrap(const uint8_t* data, size_t& len, uint8_t& rd_atom, uint16_t& tag) {
   CmHeader h{};
   if (!data || len < sizeof h) return data;
   std::memcpy(&h, data, sizeof h);
   if (h.magic != kCmHeaderMagic) return data;  // not ours: the engine judges the bytes
   rd_atom = h.rd_atom ? h.rd_atom : 1;
+  tag = h.tag;
   len -= sizeof h;
   return data + sizeof h;
 }
@@ -152,7 +157,7 @@ int Fabric::connect(Conn* c, const void* pdata, size_t plen, std::string& err) {
     err = "the connection is not in a state to connect";
     return RDMX_ERR_INVALID;
   }
-  size_t len = wrap(pdata, plen);
+  size_t len = wrap(pdata, plen, c->tag);
   int rc = fi_connect(c->ep.get(), c->dest.data(), cm_out_, len);
   if (rc) {
     err = fi_error("fi_connect", rc) + " (to " + c->peer + ")";
@@ -170,7 +175,7 @@ int Fabric::accept(Conn* c, ConnRequest* req, const void* pdata, size_t plen, st
           std::to_string(max_connect_data()) + " bytes (FI_OPT_CM_DATA_SIZE)";
     return RDMX_ERR_INVALID;
   }
-  size_t len = wrap(pdata, plen);
+  size_t len = wrap(pdata, plen, c->tag);
   int rc = fi_accept(c->ep.get(), cm_out_, len);
   if (rc) {
     err = fi_error("fi_accept", rc) + " (from " + c->peer + ")";
@@ -183,7 +188,7 @@ int Fabric::accept(Conn* c, ConnRequest* req, const void* pdata, size_t plen, st
 void Fabric::reject(ConnRequest* req, const void* pdata, size_t plen) {
   if (req->answered || !req->info) return;
   req->answered = true;
-  size_t len = wrap(pdata, std::min(plen, max_connect_data()));
+  size_t len = wrap(pdata, std::min(plen, max_connect_data()), 0);
   int rc = fi_reject(pep_.get(), req->info->handle, cm_out_, len);
   if (rc) RDMX_LOG(LogLevel::Warn, rank_, "ofi: %s", fi_error("fi_reject", rc).c_str());
   if (req->conn) disconnect(req->conn);
@@ -207,6 +212,10 @@ void Fabric::go_down(Conn* c) {
 }
 
 void Fabric::release(Conn* c) {
+  if (c->tag) {
+    tagged_[c->tag] = nullptr;
+    free_tags_.push_back(c->tag);
+  }
   std::erase_if(conns_, [c](auto& p) { return p.get() == c; });
 }
 
@@ -256,8 +265,8 @@ bool Fabric::poll_eq(CmEvent& ev) {
                  nullptr};
     if (event == FI_CONNREQ) {
       if (request_.info) fi_freeinfo(request_.info);
-      request_ = ConnRequest{entry->info, nullptr, 1, false};
-      ev.data = unwrap(entry->data, ev.len, request_.peer_rd_atom);
+      request_ = ConnRequest{entry->info, nullptr, 1, 0, false};
+      ev.data = unwrap(entry->data, ev.len, request_.peer_rd_atom, request_.peer_tag);
       ev.kind = CmEvent::ConnectRequest;
       return true;
     }
@@ -271,7 +280,7 @@ bool Fabric::poll_eq(CmEvent& ev) {
       ev.attrs = &c->attrs;
       if (c->active) {
         uint8_t peer_rd_atom = 1;
-        ev.data = unwrap(entry->data, ev.len, peer_rd_atom);
+        ev.data = unwrap(entry->data, ev.len, peer_rd_atom, c->peer_tag);
         c->attrs = attrs_;
         c->attrs.initiator_depth = std::min<uint32_t>(rd_atom_, peer_rd_atom);
         c->attrs.responder_resources = c->attrs.initiator_depth;
@@ -328,8 +337,9 @@ bool Fabric::eq_error(CmEvent& ev) {
     std::snprintf(eq_text_, sizeof eq_text_, "%s rejected the connection (libfabric: %s)",
                   c->peer.c_str(), fi_strerror(e.err));
     ev.kind = CmEvent::Rejected;
-    uint8_t ignored = 0;
-    ev.data = unwrap(err_data_, ev.len, ignored);
+    uint8_t rd_atom = 0;
+    uint16_t tag = 0;
+    ev.data = unwrap(err_data_, ev.len, rd_atom, tag);
     go_down(c);
     return true;
   }

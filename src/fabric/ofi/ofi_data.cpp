@@ -40,7 +40,8 @@ fabric::Failure wr_failure(int err) {
 
 const char* op_name(Op::Kind k) {
   switch (k) {
-    case Op::Recv: return "receive";
+    case Op::Recv:
+    case Op::SharedRecv: return "receive";
     case Op::Send: return "send";
     case Op::Read: return "RDMA READ";
   }
@@ -110,8 +111,10 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_
   msg.desc = described ? desc : nullptr;  // some providers read every entry of an array
   msg.iov_count = size_t(n);
   msg.context = &op->ctx;
-  ssize_t rc =
-      fi_sendmsg(c->ep.get(), &msg, (report ? FI_COMPLETION : 0) | (inline_data ? FI_INJECT : 0));
+  msg.data = c->peer_tag;
+  ssize_t rc = fi_sendmsg(c->ep.get(), &msg,
+                          (report ? FI_COMPLETION : 0) | (inline_data ? FI_INJECT : 0) |
+                              (c->peer_tag ? FI_REMOTE_CQ_DATA : 0));
   if (rc) {
     c->tx.give(op);
     return post_error(rc);
@@ -155,11 +158,24 @@ int Fabric::poll_cq(Completion* out, int max) {
     auto* op = reinterpret_cast<Op*>(e[i].op_context);
     if (!op || !op->live) continue;  // reported as flushed when its connection closed
     Conn* c = op->conn;
-    if (op->kind == Op::Recv && c->state == Conn::State::Accepting) {
+    if (op->kind == Op::SharedRecv) {
+      c = sender_of(e[i].flags, e[i].data);
+      if (!c) {
+        RDMX_LOG(LogLevel::Warn, rank_,
+                 "ofi: dropped a message of %zu bytes in the shared receive context that names "
+                 "no connection here (remote CQ data %s%llx)",
+                 e[i].len, (e[i].flags & FI_REMOTE_CQ_DATA) ? "0x" : "none, ",
+                 static_cast<unsigned long long>(e[i].data));
+        repost_stray(op);
+        continue;
+      }
+      shared_.give(op);  // the buffer is the engine's until it posts it again
+    }
+    if (op->kind != Op::Send && op->kind != Op::Read && c->state == Conn::State::Accepting) {
       // A message that overtook the established event (rdma_cm may report it later).
       c->early.push(
           {Completion::Recv, fabric::Failure::Other, uint32_t(e[i].len), op->wr, c->user, ""});
-      c->rx.give(op);
+      if (op->kind == Op::Recv) c->rx.give(op);
       continue;
     }
     Completion& o = out[n++];
@@ -169,6 +185,7 @@ int Fabric::poll_cq(Completion* out, int max) {
         o.len = uint32_t(e[i].len);
         c->rx.give(op);
         break;
+      case Op::SharedRecv: o.len = uint32_t(e[i].len); break;
       case Op::Send:
         o.kind = Completion::SendDone;
         c->tx.give(op);
@@ -191,7 +208,20 @@ int Fabric::poll_cq(Completion* out, int max) {
   auto* op = reinterpret_cast<Op*>(err.op_context);
   if (!op || !op->live) return n;
   Conn* c = op->conn;
-  OpTable& table = op->kind == Op::Recv ? c->rx : c->tx;
+  if (op->kind == Op::SharedRecv) {
+    // Cancelled as the context closes, or a message that names no connection: the
+    // buffer stays in the pool (or leaves with it).
+    c = sender_of(err.flags, err.data);
+    if (err.err == FI_ECANCELED) {
+      shared_.give(op);
+      return n;
+    }
+    if (!c) {
+      repost_stray(op);
+      return n;
+    }
+  }
+  OpTable& table = op->kind == Op::SharedRecv ? shared_ : op->kind == Op::Recv ? c->rx : c->tx;
   if (err.err == FI_ECANCELED && c->state != Conn::State::Up) {
     table.give(op);  // flushed because the connection never came up: its event says why
     return n;

@@ -102,6 +102,7 @@ void OpTable::init(Conn* c, uint32_t n, Op::Kind default_kind) {
 
 Fabric::~Fabric() {
   for (auto& c : conns_) c->ep.reset();
+  srx_.reset();
   for (fid_mr* mr : mrs_) fi_close(&mr->fid);
   mrs_.clear();
   if (request_.info) fi_freeinfo(request_.info);
@@ -166,6 +167,7 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   mr_virt_addr_ = mode & FI_MR_VIRT_ADDR;
   mr_prov_key_ = mode & FI_MR_PROV_KEY;
   keys_.set_key_size(info->domain_attr->mr_key_size);
+  provider_rx_size_ = info->rx_attr->size;
   // Providers may offer the device maximum; every connection gets queues of this size,
   // so ask for what the engine uses (its credit window) and a moderate send queue.
   if (info->rx_attr->size > std::max<uint64_t>(want_rx, kMaxQueue))
@@ -239,6 +241,13 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
            cq_fd_ < 0   ? "short timers (no wait object)"
            : eq_fd_ < 0 ? "the completion queue's fd"
                         : "the queues' fds");
+  if (s.srq) {
+    if (!shared_receive_ok_) {
+      err = "RDMX_SRQ=1: this engine posts its receive buffers per connection; use RDMX_SRQ=0";
+      return RDMX_ERR_UNSUPPORTED;
+    }
+    if ((rc = open_shared_receive(err))) return rc;
+  }
   if ((rc = fi_passive_ep(fabric_.get(), info, pep_.out(), nullptr))) {
     err = fi_error("fi_passive_ep", rc);
     return RDMX_ERR_FABRIC;

@@ -19,6 +19,13 @@
 // 1.17) even when the hints offer it, and keeps its regions in the domain's key map,
 // which every remote read is checked against.
 //
+// Shared receive context (RDMX_SRQ=1, ofi_shared.cpp): one fi_srx_context per context
+// holds every connection's receives. A completion from it does not say which endpoint
+// the message came in on, so each side gives its peer, in the connect or accept data, a
+// number naming its own connection (a 16-bit tag); the peer sends every
+// message with that number as remote CQ data, and the completion's data finds the
+// connection here. A side without a shared context gives 0 and gets untagged messages.
+//
 // Read depth: libfabric exposes no negotiated RDMA READ depth (the verbs provider asks
 // rdma_cm for the device maximum; tcp serves reads in software without a limit). Each
 // side offers min(RDMX_MAX_RD_ATOMIC, tx_attr->size, 255), never more READs in flight
@@ -51,7 +58,7 @@ struct Conn;
 // One posted operation. The provider may use the leading context (FI_CONTEXT and
 // FI_CONTEXT2 modes); the completion's op_context points back here.
 struct Op {
-  enum Kind : uint8_t { Recv, Send, Read };
+  enum Kind : uint8_t { Recv, Send, Read, SharedRecv };
   fi_context2 ctx;
   Conn* conn = nullptr;
   uint64_t wr = 0;
@@ -107,6 +114,8 @@ struct Conn {
   bool active = false;
   State state = State::Created;
   uint32_t serial = 0;
+  uint16_t tag = 0;           // names it to this side's shared receive context (0: none)
+  uint16_t peer_tag = 0;      // remote CQ data on every send: the peer's shared receives
   std::vector<uint8_t> dest;  // active side: the peer's listening address
   std::string peer;           // that address in words, for messages
   fabric::ConnAttrs attrs{};  // final once established
@@ -125,7 +134,7 @@ struct CmHeader {
   uint32_t magic;
   uint8_t version;
   uint8_t rd_atom;  // READs the sender may have outstanding and serves
-  uint16_t reserved;
+  uint16_t tag;     // the sender receives from a shared context: send with this CQ data (0: no)
 };
 inline constexpr uint32_t kCmHeaderMagic = 0x464f5852;  // "RXOF"
 
@@ -135,6 +144,7 @@ struct ConnRequest {
   fi_info* info = nullptr;  // owned until the request is answered
   Conn* conn = nullptr;     // the connection created for it, if any
   uint8_t peer_rd_atom = 1;
+  uint16_t peer_tag = 0;
   bool answered = false;
 };
 
@@ -238,6 +248,11 @@ class Fabric {
   }
 
   int post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region& r);
+  // Shared receive context (RDMX_SRQ=1), as the verbs backend's: declared before open(),
+  // then every receive buffer is posted with post_shared_recv().
+  void enable_shared_receive() { shared_receive_ok_ = true; }
+  int post_shared_recv(void* buf, uint32_t len, const Region& r, uint64_t wr);
+  uint32_t shared_receive_depth() const { return shared_.size(); }
   int send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr);
   int read(Conn* c, void* local, uint64_t len, const Region& r, uint64_t raddr, uint64_t rkey,
            uint64_t wr);
@@ -259,6 +274,12 @@ class Fabric {
   static constexpr int kMaxSge = 4;
 
   int bind_cq(Conn* c);
+  int open_shared_receive(std::string& err);
+  // The connection a shared receive's completion names (its remote CQ data), or null.
+  Conn* sender_of(uint64_t flags, uint64_t data) const;
+  // Posts a shared receive's buffer again, for a message no connection of this context
+  // sent (a missing or unknown tag).
+  void repost_stray(Op* op);
   int post_recv(Conn* c, void* buf, uint32_t len, const Region& r,
                 uint64_t wr);  // one of post_recvs
   int poll_cq(Completion* out, int max);
@@ -280,9 +301,11 @@ class Fabric {
   void flush(Conn* c, OpTable& t);
   Conn* conn_of(fid_t f) const;
   // Header and engine bytes into cm_out_; returns the total length.
-  size_t wrap(const void* pdata, size_t plen);
-  // Strips a CmHeader from received param data: the engine's bytes and the peer's offer.
-  static const uint8_t* unwrap(const uint8_t* data, size_t& len, uint8_t& rd_atom);
+  // tag: the connection's name to this side's shared receive context, or 0.
+  size_t wrap(const void* pdata, size_t plen, uint16_t tag);
+  // Strips a CmHeader from received param data: the engine's bytes and the peer's offer
+  // (the READs it serves, the tag it wants on every send).
+  static const uint8_t* unwrap(const uint8_t* data, size_t& len, uint8_t& rd_atom, uint16_t& tag);
 
   uint32_t eq_countdown_ = 0;
   std::string provider_;
@@ -299,6 +322,7 @@ class Fabric {
   RandomKeys keys_;  // where the provider takes requested keys
   uint32_t next_serial_ = 1;
   uint32_t rx_depth_ = 0;
+  uint64_t provider_rx_size_ = 0;  // the receives the provider offers, before rdmx's choice
   uint32_t tx_depth_ = 0;
   uint8_t rd_atom_ = 1;
   int32_t rank_ = 0;
@@ -311,6 +335,23 @@ class Fabric {
   Fid<fid_pep> pep_;
   std::unordered_set<fid_mr*> mrs_;  // closed at teardown if the engine still holds any
   std::vector<std::unique_ptr<Conn>> conns_;
+
+  // The shared receive context and its posted buffers (ofi_shared.cpp).
+  bool shared_receive_ok_ = false;
+  Fid<fid_ep> srx_;
+  OpTable shared_;
+  struct SharedBuf {
+    void* addr;
+    uint32_t len;
+    void* desc;
+  };
+  std::unique_ptr<SharedBuf[]> shared_bufs_;  // by the Op's index
+  // Connections by tag (16 bits, to fit the verbs provider's 55 bytes of connect data
+  // beside the engine's 47); a tag is given again once its connection was released,
+  // when nothing it sent can still arrive.
+  std::vector<Conn*> tagged_{nullptr};
+  std::vector<uint16_t> free_tags_;
+  int take_tag(Conn* c, std::string& err);
 
   ConnRequest request_;
   Ring<Completion> deferred_{64};  // flushes of operations on closed connections
