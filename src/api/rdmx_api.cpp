@@ -34,9 +34,9 @@ int init_failed(int code, const std::string& why) {
 
 std::unique_ptr<rdmx::Context> make_context(const rdmx::Settings& s, std::string& why) {
   std::string name = s.fabric;
-  // Peers on this host go through shared memory unless told otherwise; a shared receive
-  // queue is the network fabric's alone, so auto leaves it to that.
-  bool with_shm = s.shm == "on" || (s.shm == "auto" && !s.srq);
+  // Peers on this host go through shared memory unless told otherwise (a shared receive
+  // pool is the network fabric's: shared memory keeps its own per-peer queues).
+  bool with_shm = s.shm == "on" || s.shm == "auto";
   if (name == "auto") {
     name = rdmx::resolve_auto_fabric(why);
     if (name.empty()) return nullptr;

@@ -92,8 +92,8 @@ constexpr SettingDecl kDecls[] = {
      .def = -1,
      .min = -1,
      .max = 7,
-     .help = "receiver-not-ready retries; -1 = 0 with per-connection credits, 7 with RDMX_SRQ=1 "
-             "(7 = forever)",
+     .help = "receiver-not-ready retries; -1 = 0 with per-connection credits, 7 with a shared "
+             "receive pool (RDMX_SRQ) (7 = forever)",
      .store_int = store_int<&Settings::rnr_retry>},
     {.name = "RDMX_FLOW_CONTROL",
      .type = RDMX_SETTING_INT,
@@ -104,10 +104,12 @@ constexpr SettingDecl kDecls[] = {
      .store_int = store_int<&Settings::flow_control>},
     {.name = "RDMX_SRQ",
      .type = RDMX_SETTING_INT,
-     .def = 0,
-     .min = 0,
+     .def = -1,
+     .min = -1,
      .max = 1,
-     .help = "1 = one shared receive queue per device instead of per-connection receives",
+     .help = "1 = one shared receive pool per device or libfabric domain instead of "
+             "per-connection receive buffers; 0 = per-connection; -1 = the pool in a job of "
+             "more than 32 ranks, where the network fabric has one",
      .store_int = store_int<&Settings::srq>},
     {.name = "RDMX_CONNECT_TIMEOUT_MS",
      .type = RDMX_SETTING_INT,

@@ -20,7 +20,7 @@ struct Settings {
   uint64_t retry_count;          // RDMX_RETRY_COUNT
   int64_t rnr_retry;             // RDMX_RNR_RETRY (-1 = auto)
   uint64_t flow_control;         // RDMX_FLOW_CONTROL
-  uint64_t srq;                  // RDMX_SRQ
+  int64_t srq;                   // RDMX_SRQ (-1 = by the job's size; see srq_auto)
   std::string verbs_device;      // RDMX_VERBS_DEVICE (device name or IP; "" = nearest)
   int64_t local_rank;            // RDMX_LOCAL_RANK (-1: unset, ask the launcher's variables)
   uint64_t connect_timeout_ms;   // RDMX_CONNECT_TIMEOUT_MS
@@ -44,6 +44,9 @@ struct Settings {
   std::string bootstrap;         // RDMX_BOOTSTRAP, host:port where rank 0 listens
   uint64_t bootstrap_wait_ms;    // RDMX_BOOTSTRAP_TIMEOUT_MS
   std::string bootstrap_method;  // RDMX_BOOTSTRAP_METHOD: auto|pmix|socket
+  // Not a setting: the engine turned RDMX_SRQ=-1 into 1 for a large job (engine_setup.h);
+  // a fabric that cannot share its receives then goes without, instead of failing.
+  bool srq_auto = false;
 
   // Every setting at its declared default.
   Settings();
@@ -59,7 +62,7 @@ struct Settings {
   // RNR retry count actually used: with per-connection credits RNR cannot happen,
   // so 0 turns a credit bug into an error; a shared receive queue can run dry, so 7.
   uint8_t effective_rnr_retry() const {
-    return rnr_retry >= 0 ? uint8_t(rnr_retry) : (srq ? 7 : 0);
+    return rnr_retry >= 0 ? uint8_t(rnr_retry) : (srq > 0 ? 7 : 0);
   }
 };
 

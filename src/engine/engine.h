@@ -186,8 +186,20 @@ class Engine {
     f.enable_shared_receive();
     f.post_shared_recv(nullptr, uint32_t{}, r, uint64_t{});
   };
+  // RDMX_SRQ=-1 turns the pool on in jobs of more than this many ranks: at 32 peers
+  // per-connection buffers come to 18 MB over verbs and 120 MB of address space over
+  // libfabric tcp, against a pool of 2 MB and at most 32 MiB (docs/scale.md).
+  static constexpr int32_t kSharedReceiveRanks = 32;
   int setup_shared_receive(std::string& err);
   int post_shared(uint64_t index);
+  // Whether a link's receives come from the pool: with a pool, on every link the fabric
+  // does not keep its own receives for (shared memory's, beside a network fabric).
+  bool receives_shared(const Link<F>& l) const {
+    if (!settings_.srq) return false;
+    if constexpr (requires { fabric_.shared_receive(l.conn); })
+      return fabric_.shared_receive(l.conn);
+    return true;
+  }
   uint8_t* recv_buffer(Link<F>& l, uint64_t wr) {
     uint64_t i = wr_value(wr);
     return wr_kind(wr) == kWrShared ? shared_mem_.get() + i * recv_buf_size_ : l.recv_buf(i);

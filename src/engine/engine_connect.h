@@ -22,7 +22,7 @@ bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
   l.credits.set_window(own_credit_window(l));
   l.own_eager_limit = own_eager_limit(l);
   l.recv_buf_size = buffer_size(l.own_eager_limit);
-  if (settings_.srq) return true;  // receives come from the shared queue
+  if (receives_shared(l)) return true;  // receives come from the shared pool
   l.recv_bufs = l.credits.window() + kCtrlCredits;
   // A fabric may place the receive buffers itself, where its peer writes into them.
   if constexpr (requires(uint8_t * m) { fabric_.recv_memory(l.conn, 0u, 0u, &m, err); }) {
@@ -54,7 +54,7 @@ bool Engine<F>::setup_link(Link<F>& l, std::string& err) {
 // that connection (the shared receive queue's buffers are all of one size).
 template <fabric::Fabric F>
 uint64_t Engine<F>::own_eager_limit(const Link<F>& l) const {
-  if (settings_.eager_limit >= 0 || settings_.srq) return max_eager_limit_;
+  if (settings_.eager_limit >= 0 || receives_shared(l)) return max_eager_limit_;
   if constexpr (requires { fabric_.eager_limit(l.conn); }) return fabric_.eager_limit(l.conn);
   return fabric::kDefaultEagerLimit;
 }
@@ -79,7 +79,7 @@ protocol::CmMessage Engine<F>::offer(protocol::CmKind kind, Link<F>& l, const ui
   m.credits = uint16_t(l.credits.window());
   m.ctrl_credits = kCtrlCredits;
   m.flags = uint8_t((settings_.flow_control ? protocol::kFlowControl : 0) |
-                    (settings_.srq ? protocol::kSharedReceive : 0));
+                    (receives_shared(l) ? protocol::kSharedReceive : 0));
   protocol::fresh_nonce(m);
   protocol::seal(m, mac_key_, bound);
   return m;

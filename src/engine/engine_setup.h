@@ -41,7 +41,13 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
   max_links_ = s.max_connections < 0 ? default_max_connections() : uint32_t(s.max_connections);
   peers_.resize(size_t(size));
   for (int32_t i = 0; i < size; ++i) peers_[size_t(i)].rank = i;
-  if (s.srq) {
+  // RDMX_SRQ=-1: one shared receive pool in a job of more than kSharedReceiveRanks ranks,
+  // where the fabric has one; a fabric that turns out to have none goes without.
+  if (settings_.srq < 0) {
+    settings_.srq = kHasSharedReceive && size > kSharedReceiveRanks;
+    settings_.srq_auto = settings_.srq != 0;
+  }
+  if (settings_.srq) {
     if constexpr (kHasSharedReceive) {
       fabric_.enable_shared_receive();
     } else {
@@ -49,8 +55,10 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
       return RDMX_ERR_UNSUPPORTED;
     }
   }
-  int rc = fabric_.open(s, rank, err);
+  int rc = fabric_.open(settings_, rank, err);
   if (rc) return rc;
+  if constexpr (requires { fabric_.shared_receive_depth(); })
+    if (settings_.srq_auto && fabric_.shared_receive_depth() == 0) settings_.srq = 0;
   // The registration cache is safe by default only where a stale registration is
   // harmless: the fabric reads by virtual address when the read happens.
   bool pins = true;
@@ -62,7 +70,7 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
   if constexpr (requires { fabric_.max_eager_limit(); })
     if (s.eager_limit < 0) max_eager_limit_ = fabric_.max_eager_limit();
   recv_buf_size_ = buffer_size(max_eager_limit_);
-  if (s.srq && (rc = setup_shared_receive(err))) return rc;
+  if (settings_.srq && (rc = setup_shared_receive(err))) return rc;
 
   constexpr uint32_t kBounce = 256;
   bounce_mem_ = topology::alloc_local(size_t(kBounce) * recv_buf_size_);

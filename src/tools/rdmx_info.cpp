@@ -55,10 +55,7 @@ void print_shm() {
   s.load_from_env(err);
   const rdmx::shm::HostIdentity& h = rdmx::shm::host_identity();
   std::printf("peers on this host: %s\n",
-              s.shm == "off" ? "through the network fabric (RDMX_SHM=off)"
-              : s.srq && s.shm == "auto"
-                  ? "through the network fabric (RDMX_SHM=auto with RDMX_SRQ=1)"
-                  : "shared memory (shm)");
+              s.shm == "off" ? "through the network fabric (RDMX_SHM=off)" : "shared memory (shm)");
   std::printf("  host identity: boot id ");
   for (uint8_t b : h.boot_id) std::printf("%02x", b);
   std::printf(", network namespace %llu:%llu, uid %u%s%s\n",

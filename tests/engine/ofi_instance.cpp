@@ -8,7 +8,7 @@ namespace rdmx::test {
 // ofi-verbs-srq by theirs, /1 and /4.)
 INSTANTIATE_TEST_SUITE_P(Ofi, EngineTest,
                          ::testing::Values("ofi-tcp", "ofi-verbs", "ofi-tcp+shm", "ofi-tcp-srq",
-                                           "ofi-verbs-srq"));
+                                           "ofi-verbs-srq", "ofi-tcp+shm-srq"));
 INSTANTIATE_TEST_SUITE_P(Ofi, ProcessTest, ::testing::Values("ofi-tcp"));
 INSTANTIATE_TEST_SUITE_P(Ofi, StormTest, ::testing::Values("ofi-tcp"));
 }  // namespace rdmx::test

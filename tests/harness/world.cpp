@@ -113,6 +113,7 @@ struct BackendSpec {
   std::string fabric;
   SettingList settings;
   Capabilities caps;
+  std::function<SettingList(int)> per_rank = nullptr;  // settings of one rank, if any
 };
 
 // What two ranks of one host get through shared memory: small messages in the queue's
@@ -152,6 +153,16 @@ BackendSpec spec_of(const std::string& backend) {
     return {"ofi",
             {{"RDMX_OFI_PROVIDER", "tcp"}, {"RDMX_SHM", "off"}, {"RDMX_SRQ", "1"}},
             {false, true, S::Medium, S::High, false, 24, 1 << 20, 256 << 10}};
+  if (backend == "ofi-tcp+shm-srq") {
+    // Both paths of one job: rank 0 alone in its shared-memory domain, so that its every
+    // peer comes through tcp and the shared receive context (the capabilities are those
+    // pairs'), while the other ranks talk among themselves through shared memory.
+    BackendSpec s = spec_of("ofi-tcp-srq");
+    s.settings = {{"RDMX_OFI_PROVIDER", "tcp"}, {"RDMX_SHM", "on"}, {"RDMX_SRQ", "1"}};
+    s.per_rank = [](int r) { return SettingList{{"RDMX_SHM_DOMAIN", r == 0 ? "zero" : "rest"}}; };
+    s.caps.mixed_paths = true;
+    return s;
+  }
   if (backend == "ofi-tcp+shm")
     return {"ofi",
             {{"RDMX_OFI_PROVIDER", "tcp"}, {"RDMX_SHM", "on"}},
@@ -255,7 +266,8 @@ void run_world(const std::string& backend, int n, const std::function<void(Rank&
   run_processes(
       n, s.fabric,
       [&](int r) {
-        return s.settings + settings + (settings_for ? settings_for(r) : SettingList{});
+        return s.settings + (s.per_rank ? s.per_rank(r) : SettingList{}) + settings +
+               (settings_for ? settings_for(r) : SettingList{});
       },
       body);
 }

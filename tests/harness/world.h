@@ -31,7 +31,7 @@ class Rank {
 
 // What a backend can do: tests ask for a capability instead of testing a backend's
 // name (loopback, loopback-in-place, loopback-unbuffered, loopback-srq, ofi-tcp, ofi-tcp-srq,
-// ofi-verbs, ofi-verbs-srq, shm, shm-copy, verbs, verbs-srq).
+// ofi-tcp+shm, ofi-tcp+shm-srq, ofi-verbs, ofi-verbs-srq, shm, shm-copy, verbs, verbs-srq).
 struct Capabilities {
   enum class Speed : uint8_t { Low, Medium, High };
   bool in_process = false;          // the ranks are threads of this process, not processes
@@ -54,6 +54,9 @@ struct Capabilities {
   // A connection closed by agreement gives back what it held (engine_release.h): not
   // over native verbs (docs/scale.md).
   bool releases_connections = true;
+  // Some pairs talk through shared memory and others through the network fabric's
+  // shared receive pool: connections differ in the receive memory they hold.
+  bool mixed_paths = false;
 };
 
 // The fabric (RDMX_FABRIC) and the settings a backend name stands for.

@@ -69,7 +69,7 @@ TEST(SettingsObject, ChecksEachValueWhenSet) {
   ASSERT_EQ(rdmx_settings_create(&s), RDMX_OK);
   EXPECT_EQ(rdmx_settings_set(s, "RDMX_SRQ", "2"), RDMX_ERR_INVALID);
   EXPECT_STREQ(rdmx_last_error(nullptr),
-               "RDMX_SRQ='2' is not accepted: expected an integer from 0 to 1");
+               "RDMX_SRQ='2' is not accepted: expected an integer from -1 to 1");
   EXPECT_EQ(rdmx_settings_set_int(s, "RDMX_CREDITS", 3), RDMX_ERR_INVALID);
   EXPECT_NE(std::string(rdmx_last_error(nullptr)).find("RDMX_CREDITS='3'"), std::string::npos);
   EXPECT_EQ(rdmx_settings_set_int(s, "RDMX_FABRIC", 1), RDMX_ERR_INVALID);

@@ -60,9 +60,7 @@ class Fabric {
     if (int rc = net_.open(s, rank, err)) return rc;
     if (s.shm == "off") return RDMX_OK;
     std::string why;
-    if (s.srq) {
-      why = "RDMX_SRQ=1 (the shared-memory fabric has no shared receive queue)";
-    } else if (int rc = shm_.open(s, rank, why); rc == RDMX_OK) {
+    if (int rc = shm_.open(s, rank, why); rc == RDMX_OK) {
       shm_on_ = true;
       return RDMX_OK;
     }
@@ -133,6 +131,21 @@ class Fabric {
   uint32_t qp_num(const Conn* c) const {
     return c->shm ? shm_.qp_num(c->shm) : net_.qp_num(c->net);
   }
+  // The network fabric's shared receive pool (RDMX_SRQ), where it has one: its
+  // connections receive from it, shared memory's keep their own queues.
+  void enable_shared_receive() requires requires(Net& n) { n.enable_shared_receive(); }
+  { net_.enable_shared_receive(); }
+  int post_shared_recv(void* buf, uint32_t len, const Region& r, uint64_t wr) requires
+      requires(Net& n, const typename Net::Region& nr) {
+    n.post_shared_recv(buf, len, nr, wr);
+  }
+  { return net_.post_shared_recv(buf, len, r.net_, wr); }
+  uint32_t shared_receive_depth() const requires requires(const Net& n) {
+    n.shared_receive_depth();
+  }
+  { return net_.shared_receive_depth(); }
+  bool shared_receive(const Conn* c) const { return c->net != nullptr; }
+
   int recv_memory(Conn* c, uint32_t count, uint32_t size, uint8_t** out, std::string& err) {
     *out = nullptr;
     return c->shm ? shm_.recv_memory(c->shm, count, size, out, err) : RDMX_OK;
@@ -264,7 +277,7 @@ class Fabric {
     int slice = net_conns_ ? std::min(timeout_ms, 1) : std::min(timeout_ms, 10);
     net_idle_.kick();  // time has passed: the next progress looks for requests
     if (int rc = shm_.wait(slice)) return rc;
-    return net_conns_ ? net_.wait(0) : RDMX_OK;
+    return net_.wait(0);  // (and the network fabric at all its queues)
   }
 
   Net& net() { return net_; }

@@ -59,12 +59,12 @@ Fabric::~Fabric() {
 }
 
 int Fabric::open(const Settings& s, int32_t, std::string& err) {
-  if (s.srq && !shared_receive_ok_) {
+  if (s.srq > 0 && !shared_receive_ok_) {
     err = "RDMX_SRQ=1 needs a caller that posts shared receives";
     return RDMX_ERR_UNSUPPORTED;
   }
   ep_ = std::make_shared<EpState>();
-  ep_->shared = s.srq != 0;
+  ep_->shared = s.srq > 0;
   ep_->device_rd_atom = uint32_t(s.loopback_rd_atom);
   ep_->max_inline = uint32_t(s.loopback_max_inline);
   ep_->sends_unregistered = s.loopback_in_place != 0;

@@ -241,12 +241,19 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
            cq_fd_ < 0   ? "short timers (no wait object)"
            : eq_fd_ < 0 ? "the completion queue's fd"
                         : "the queues' fds");
-  if (s.srq) {
+  if (s.srq > 0) {
     if (!shared_receive_ok_) {
       err = "RDMX_SRQ=1: this engine posts its receive buffers per connection; use RDMX_SRQ=0";
       return RDMX_ERR_UNSUPPORTED;
     }
-    if ((rc = open_shared_receive(err))) return rc;
+    std::string why;
+    if ((rc = open_shared_receive(why))) {
+      if (!s.srq_auto || rc != RDMX_ERR_UNSUPPORTED) {
+        err = why;
+        return rc;
+      }
+      RDMX_LOG(LogLevel::Info, rank_, "ofi: receives per connection: %s", why.c_str());
+    }
   }
   if ((rc = fi_passive_ep(fabric_.get(), info, pep_.out(), nullptr))) {
     err = fi_error("fi_passive_ep", rc);

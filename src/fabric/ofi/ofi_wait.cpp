@@ -15,8 +15,10 @@
 namespace rdmx::ofi {
 
 int Fabric::wait(int timeout_ms) {
+  // Whatever this wakes for, the next progress looks at both queues: also after a wait
+  // of 0, which a composite fabric makes while it sleeps on shared memory's queues.
+  eq_due();
   if (timeout_ms <= 0 || !deferred_.empty()) return RDMX_OK;
-  eq_due();  // whatever this wakes for, the next progress looks at both queues
   if (cq_fd_ < 0) {
     // No wait object: give the processor away briefly rather than spin.
     std::this_thread::sleep_for(std::chrono::microseconds(std::min(timeout_ms, 1) * 1000));

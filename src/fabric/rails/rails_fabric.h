@@ -96,10 +96,14 @@ class Fabric {
     rank_ = rank;
     std::vector<RailSpec> specs;
     if (int rc = Net::rail_specs(s, specs, err)) return rc;
-    if (specs.size() > 1 && s.srq) {
-      err = "RDMX_SRQ=1 with several devices (RDMX_VERBS_DEVICE=" + s.verbs_device +
-            "): a shared receive queue belongs to one device; name one device or use RDMX_SRQ=0";
-      return RDMX_ERR_UNSUPPORTED;
+    if (specs.size() > 1 && s.srq > 0) {
+      if (!s.srq_auto) {
+        err = "RDMX_SRQ=1 with several devices (RDMX_VERBS_DEVICE=" + s.verbs_device +
+              "): a shared receive queue belongs to one device; name one device or use "
+              "RDMX_SRQ=0";
+        return RDMX_ERR_UNSUPPORTED;
+      }
+      for (RailSpec& spec : specs) spec.settings.srq = 0;  // per connection on every device
     }
     std::string skipped;
     for (const RailSpec& spec : specs) {

@@ -14,7 +14,7 @@ constexpr SettingDecl kDecls[] = {
      .def_text = "auto",
      .choices = kShm,
      .help = "peers on the same host (same boot id, network namespace and user) talk through "
-             "shared memory: auto = yes unless RDMX_SRQ=1 or the fabric is loopback; on = "
+             "shared memory: auto = yes unless the fabric is loopback; on = "
              "yes, an error where it cannot; off = every peer goes through the network fabric",
      .store_text = store_text<&Settings::shm>},
     {.name = "RDMX_SHM_READ",

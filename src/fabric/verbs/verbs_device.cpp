@@ -298,7 +298,9 @@ int Device::open(const Settings& s, std::string& err) {
           " failed: " + std::strerror(errno);
     return RDMX_ERR_NO_MEMORY;
   }
-  if (s.srq) {
+  // A device without shared receive queues, where the job's size chose one (RDMX_SRQ=-1):
+  // receives per connection (srq_depth() 0 tells the engine).
+  if (s.srq > 0 && !(s.srq_auto && limits_.max_srq_wr == 0)) {
     srq_depth_ = std::min(kSrqDepth, limits_.max_srq_wr);
     if (!reserve_cq(srq_depth_, err)) return RDMX_ERR_NO_MEMORY;
     ibv_srq_init_attr sa{};

@@ -15,7 +15,7 @@ namespace rdmx::verbs {
 
 int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   rank_ = rank;
-  if (s.srq && !shared_receive_ok_) {
+  if (s.srq > 0 && !shared_receive_ok_) {
     err =
         "RDMX_SRQ=1: the verbs backend supports a shared receive queue, but this engine posts "
         "its receive buffers per connection; use RDMX_SRQ=0";
@@ -37,7 +37,7 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   retry_count_ = uint8_t(s.retry_count);
   rnr_retry_ = s.effective_rnr_retry();
   flow_control_ = s.flow_control != 0;
-  use_srq_ = s.srq != 0;
+  use_srq_ = dev_.srq() != nullptr;
   // Address and route resolution each get half of the whole connection's time.
   resolve_timeout_ms_ = int(std::clamp<uint64_t>(s.connect_timeout_ms / 2, 100, 1800000));
   sq_depth_ = std::min<uint32_t>(256, lim.max_qp_wr);
