@@ -22,16 +22,15 @@ class Credits {
     threshold_ = std::max(1u, window / 2);
     repost_batch_ = std::clamp(window / 4, 1u, kMaxRepostBatch);
   }
-  // What the peer's offer lets this side send. A peer receiving from a shared queue has
-  // no per-connection buffers: nothing is counted down for it.
-  void grant(uint32_t regular, uint32_t ctrl, bool peer_shared) {
+  // What the peer's offer lets this side send. A peer receiving from a shared pool offers
+  // them all the same, as permission: it holds no buffer per connection, but a sender
+  // that keeps to its window leaves the pool room for the others.
+  void grant(uint32_t regular, uint32_t ctrl) {
     credits_ = regular;
     ctrl_credits_ = ctrl;
-    peer_shared_ = peer_shared;
   }
 
   uint32_t window() const { return window_; }
-  bool peer_shared() const { return peer_shared_; }
   uint32_t available() const { return credits_; }
   uint32_t ctrl_available() const { return ctrl_credits_; }
   uint32_t owed() const { return to_return_; }
@@ -52,7 +51,7 @@ class Credits {
     to_return_ = 0;
     ctrl_to_return_ = 0;
     due_ = false;
-    if (!peer_shared_ && !uncredited) {
+    if (!uncredited) {
       if (ctrl)
         --ctrl_credits_;
       else
@@ -110,7 +109,6 @@ class Credits {
   uint32_t held_count_ = 0;  // buffers in held_, not yet posted again
   uint32_t held_ctrl_ = 0;   // of which held credit messages
   bool due_ = false;
-  bool peer_shared_ = false;
   fabric::RecvBuf held_[kMaxRepostBatch];
 };
 

@@ -70,7 +70,7 @@ bool Engine<F>::idle(const Link<F>& l) const {
   return l.state.ready() && !l.refused && p.backlog.empty() && p.control.empty() &&
          p.inflight.empty() && !l.reassembly.active() && l.reads_outstanding == 0 &&
          l.read_queue.empty() && l.sq.only_unsignaled() && l.sq.has_room() &&
-         (l.credits.ctrl_available() > 0 || l.credits.peer_shared() || credit_message_free(l));
+         (l.credits.ctrl_available() > 0 || credit_message_free(l));
 }
 
 // A header-only message of the close handshake, on a control credit, signaled (it

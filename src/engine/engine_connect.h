@@ -89,7 +89,7 @@ protocol::CmMessage Engine<F>::offer(protocol::CmKind kind, Link<F>& l, const ui
 // setup_link: this side's own limits are known).
 template <fabric::Fabric F>
 void Engine<F>::take_offer(Link<F>& l, const protocol::CmMessage& m) {
-  l.credits.grant(m.credits, m.ctrl_credits, m.flags & protocol::kSharedReceive);
+  l.credits.grant(m.credits, m.ctrl_credits);
   l.peer_eager_limit = m.eager_limit;
   l.peer_midsize_limit = uint64_t(m.midsize_kib) * 1024;
   agree_limits(l);

@@ -86,7 +86,7 @@ bool Engine<F>::takes_messages(const Link<F>& l) {
 }
 
 // A message on a link that is not ready (not open, or the passive side before the
-// active side's first message), or in a buffer of the shared receive queue.
+// active side's first message), or in a buffer of the shared receive pool.
 template <fabric::Fabric F>
 void Engine<F>::on_recv_other(Link<F>& l, uint64_t wr, uint32_t len) {
   uint8_t* b = recv_buffer(l, wr);
@@ -95,8 +95,10 @@ void Engine<F>::on_recv_other(Link<F>& l, uint64_t wr, uint32_t len) {
   if (l.state.closing() && len) close_overtaken(l, b);
   bool ctrl = live && handle_message(l, b, len);
   if (wr_kind(wr) == kWrShared) {
-    // Shared buffers go back to the pool whatever became of the connection.
+    // Shared buffers go back to the pool at once, whatever became of the connection;
+    // the credit the message took is owed back to its sender as for a buffer reposted.
     if (int rc = post_shared(wr_value(wr))) error(rc, "reposting a shared receive buffer failed");
+    if (live && !l.state.closed() && l.credits.returned(ctrl)) l.peer->pending = true;
   } else if (takes_messages(l)) {
     repost(l, b, wr, ctrl);
   }

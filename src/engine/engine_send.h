@@ -373,7 +373,7 @@ template <fabric::Fabric F>
 bool Engine<F>::flush_unsignaled(Link<F>& l) {
   if (!l.sq.unsignaled() || !l.state.ready() || !l.sq.has_room()) return false;
   bool ctrl = l.credits.ctrl_available() > 0;
-  if (!ctrl && !l.credits.available() && !l.credits.peer_shared() && !credit_message_free(l))
+  if (!ctrl && !l.credits.available() && !credit_message_free(l))
     return false;  // wait for the peer's credits
   wire::Header h{};
   h.version_type = wire::Header::make_vt(wire::Type::Credit);

@@ -18,14 +18,13 @@ namespace {
 
 TEST_P(EngineTest, CreditExhaustionWithSlowReceiver) {
   constexpr int kN = 500;
-  // With a shared receive queue there are no credits: the fabric's RNR retry holds
-  // the sender instead, and nothing may be lost or reordered either way. Where small
-  // messages take no credit, the room in the fabric's queue holds it.
-  bool credits = !caps().shared_receive;
+  // A receiver with a shared receive pool grants credits too, as permission: they hold
+  // the sender the same way. Where small messages take no credit, the room in the
+  // fabric's queue holds it.
   bool small_uncredited = caps().small_uncredited;
   run(
       2,
-      [credits, small_uncredited](Rank& r) {
+      [small_uncredited](Rank& r) {
         if (r.rank == 0) {
           std::vector<uint32_t> v(kN);
           std::vector<rdmx_request_t*> q;
@@ -36,9 +35,7 @@ TEST_P(EngineTest, CreditExhaustionWithSlowReceiver) {
           for (auto* x : q) EXPECT_EQ(r.finish(x).error, RDMX_OK);
           rdmx_stats_t s{};
           rdmx_get_stats(r.ctx, &s);
-          if (credits) {
-            EXPECT_GT(s.credit_stalls, 0u) << "the sender never ran out of credits (or room)";
-          }
+          EXPECT_GT(s.credit_stalls, 0u) << "the sender never ran out of credits (or room)";
         } else {
           // Do not progress for a while: the sender must queue, not drop or overrun.
           std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -52,7 +49,7 @@ TEST_P(EngineTest, CreditExhaustionWithSlowReceiver) {
           rdmx_stats_t s{};
           rdmx_get_stats(r.ctx, &s);
           // Messages paced by the fabric's queue took no credit: none is owed back.
-          if (credits && !small_uncredited) {
+          if (!small_uncredited) {
             EXPECT_GT(s.credit_messages, 0u) << "credits were never returned explicitly";
           } else if (small_uncredited) {
             EXPECT_EQ(s.credit_messages, 0u) << "credits returned for messages that took none";
@@ -64,12 +61,12 @@ TEST_P(EngineTest, CreditExhaustionWithSlowReceiver) {
 
 // Without RDMX_CREDITS the fabric chooses each connection's credit window (32 through
 // shared memory, 24 over libfabric tcp, 64 otherwise): that many sends go out before the
-// receiver takes any, and the rest wait for its credits, in order. A shared receive
-// queue has no credits: every send goes. Where small messages take no credit, the
+// receiver takes any, and the rest wait for its credits, in order; the same where the
+// receiver's buffers are a shared pool. Where small messages take no credit, the
 // messages are larger than those.
 TEST_P(EngineTest, TheFabricChoosesTheCreditWindow) {
   constexpr int kN = 80;
-  const uint32_t window = caps().shared_receive ? uint32_t(kN) : caps().credit_window;
+  const uint32_t window = caps().credit_window;
   const uint32_t bytes = caps().small_uncredited ? fabric::kUnbufferedMax + 4 : 4;
   run(2, [window, bytes](Rank& r) {
     uint32_t one = 0;

@@ -197,7 +197,9 @@ BackendSpec spec_of(const std::string& backend) {
   if (backend == "verbs")
     return {"verbs", {{"RDMX_SHM", "off"}}, over_verbs({false, false, S::Low, S::Low})};
   if (backend == "verbs-srq")
-    return {"verbs", {{"RDMX_SRQ", "1"}}, over_verbs({false, true, S::Low, S::Low})};
+    return {"verbs",
+            {{"RDMX_SRQ", "1"}, {"RDMX_SHM", "off"}},
+            over_verbs({false, true, S::Low, S::Low})};
   return {"", {}, {}};
 }
 

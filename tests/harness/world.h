@@ -35,7 +35,7 @@ class Rank {
 struct Capabilities {
   enum class Speed : uint8_t { Low, Medium, High };
   bool in_process = false;          // the ranks are threads of this process, not processes
-  bool shared_receive = false;      // receives come from a shared queue: no credits to count
+  bool shared_receive = false;      // receives come from a shared pool (credits: permission)
   Speed message_rate = Speed::Low;  // sizes the tests that send many messages
   Speed bandwidth = Speed::Low;     // sizes the tests that move large messages
   // Small messages ride in the fabric's own queue entries and take no receive buffer
