@@ -5,6 +5,7 @@
 #include "engine/engine.h"
 #include "engine/engine_close.h"
 #include "engine/engine_connect.h"
+#include "engine/engine_connect_retry.h"
 #include "engine/engine_failure.h"
 #include "engine/engine_recv.h"
 #include "engine/engine_release.h"
