@@ -72,7 +72,7 @@ inline constexpr uint32_t kCmMagic = 0x584d4452;  // "RDMX"
 inline constexpr uint8_t kCmVersion = 4;
 inline constexpr uint8_t kFlowControl = 0x1;
 // The sender receives from a shared pool: its credits are permission, not buffers of
-// the connection's own (told, for the logs and tools; both kinds are counted alike).
+// the connection's own. Informational: the receiver counts both kinds alike.
 inline constexpr uint8_t kSharedReceive = 0x2;
 // The tightest connect limit among the backends: libfabric verbs' 55 bytes, less the
 // libfabric backend's 8-byte header.

@@ -149,10 +149,12 @@ BackendSpec spec_of(const std::string& backend) {
     return {"ofi",
             {{"RDMX_OFI_PROVIDER", "tcp"}, {"RDMX_SHM", "off"}},
             {false, false, S::Medium, S::High, false, 24, 1 << 20, 256 << 10}};
-  if (backend == "ofi-tcp-srq")
-    return {"ofi",
-            {{"RDMX_OFI_PROVIDER", "tcp"}, {"RDMX_SHM", "off"}, {"RDMX_SRQ", "1"}},
-            {false, true, S::Medium, S::High, false, 24, 1 << 20, 256 << 10}};
+  if (backend == "ofi-tcp-srq") {
+    BackendSpec s = spec_of("ofi-tcp");
+    s.settings.push_back({"RDMX_SRQ", "1"});
+    s.caps.shared_receive = true;
+    return s;
+  }
   if (backend == "ofi-tcp+shm-srq") {
     // Both paths of one job: rank 0 alone in its shared-memory domain, so that its every
     // peer comes through tcp and the shared receive context (the capabilities are those

@@ -171,7 +171,8 @@ int Fabric::poll_cq(Completion* out, int max) {
       }
       shared_.give(op);  // the buffer is the engine's until it posts it again
     }
-    if (op->kind != Op::Send && op->kind != Op::Read && c->state == Conn::State::Accepting) {
+    if ((op->kind == Op::Recv || op->kind == Op::SharedRecv) &&
+        c->state == Conn::State::Accepting) {
       // A message that overtook the established event (rdma_cm may report it later).
       c->early.push(
           {Completion::Recv, fabric::Failure::Other, uint32_t(e[i].len), op->wr, c->user, ""});

@@ -280,6 +280,8 @@ class Fabric {
   // Posts a shared receive's buffer again, for a message no connection of this context
   // sent (a missing or unknown tag).
   void repost_stray(Op* op);
+  // Posts the buffer recorded for a shared receive's operation slot.
+  ssize_t post_shared_buf(Op* op);
   int post_recv(Conn* c, void* buf, uint32_t len, const Region& r,
                 uint64_t wr);  // one of post_recvs
   int poll_cq(Completion* out, int max);

@@ -31,10 +31,10 @@ int Fabric::open_shared_receive(std::string& err) {
           "' offers no shared receive context (max_ep_srx_ctx 0); use RDMX_SRQ=0";
     return RDMX_ERR_UNSUPPORTED;
   }
-  if (info->domain_attr->cq_data_size < sizeof(uint32_t)) {
+  if (info->domain_attr->cq_data_size < sizeof(uint16_t)) {
     err = "RDMX_SRQ=1: libfabric provider '" + provider_ + "' carries " +
           std::to_string(info->domain_attr->cq_data_size) +
-          " bytes of remote CQ data, and a shared receive needs 4 to name its connection; "
+          " bytes of remote CQ data, and a shared receive needs 2 to name its connection; "
           "use RDMX_SRQ=0";
     return RDMX_ERR_UNSUPPORTED;
   }
@@ -68,12 +68,17 @@ int Fabric::post_shared_recv(void* buf, uint32_t len, const Region& r, uint64_t 
   if (!op) return RDMX_ERR_AGAIN;
   op->wr = wr;
   shared_bufs_[op->index] = {buf, len, const_cast<void*>(r.desc())};
-  ssize_t rc = fi_recv(srx_.get(), buf, len, shared_bufs_[op->index].desc, 0, &op->ctx);
+  ssize_t rc = post_shared_buf(op);
   if (rc) {
     shared_.give(op);
     return rc == -FI_EAGAIN ? RDMX_ERR_AGAIN : RDMX_ERR_FABRIC;
   }
   return RDMX_OK;
+}
+
+ssize_t Fabric::post_shared_buf(Op* op) {
+  const SharedBuf& b = shared_bufs_[op->index];
+  return fi_recv(srx_.get(), b.addr, b.len, b.desc, 0, &op->ctx);
 }
 
 int Fabric::take_tag(Conn* c, std::string& err) {
@@ -100,9 +105,7 @@ Conn* Fabric::sender_of(uint64_t flags, uint64_t data) const {
 }
 
 void Fabric::repost_stray(Op* op) {
-  const SharedBuf& b = shared_bufs_[op->index];
-  ssize_t rc = fi_recv(srx_.get(), b.addr, b.len, b.desc, 0, &op->ctx);
-  if (rc) {
+  if (ssize_t rc = post_shared_buf(op)) {
     shared_.give(op);
     RDMX_LOG(LogLevel::Warn, rank_, "ofi: a shared receive buffer could not be posted again: %s",
              fi_strerror(int(-rc)));
