@@ -93,14 +93,12 @@ TEST_P(EngineTest, AnAlltoallUnderACapOfTwoClosesReopensAndKeepsOrder) {
 // receive buffers and the fabric's queue pair, socket or segments. Four rounds of an
 // alltoall under a cap of 2 close and reopen connections every round; after each, a
 // rank holds no more connections than it has live, and receive memory for those only.
-// A backend that keeps closed connections (native verbs, docs/scale.md) must count
-// them: every connection held, live or not, with its receive memory.
-TEST_P(EngineTest, ClosedConnectionsAreGivenBackOrCounted) {
+TEST_P(EngineTest, ClosedConnectionsGiveBackWhatTheyHeld) {
   constexpr int kRounds = 4;
-  const bool releases = caps().releases_connections, mixed = caps().mixed_paths;
+  const bool mixed = caps().mixed_paths;
   run(
       kCapRanks,
-      [releases, mixed](Rank& r) {
+      [mixed](Rank& r) {
         // The receive memory of one connection, as first seen; where connections differ
         // (mixed paths), the most that live ones were seen to hold each.
         uint64_t per_link = 0;
@@ -123,24 +121,17 @@ TEST_P(EngineTest, ClosedConnectionsAreGivenBackOrCounted) {
           EXPECT_TRUE(settle_to_cap(r, 2)) << "rank " << r.rank;
           r.barrier();
           auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-          while (releases && stats(r).connections_held > stats(r).connections_live &&
+          while (stats(r).connections_held > stats(r).connections_live &&
                  std::chrono::steady_clock::now() < until)
             rdmx_progress(r.ctx);
           rdmx_stats_t s = stats(r);
           if (mixed && s.connections_live)
             per_link = std::max(per_link, s.receive_buffer_bytes / s.connections_live);
-          if (releases) {
-            EXPECT_EQ(s.connections_held, s.connections_live)
-                << "rank " << r.rank << ", round " << round << ": ended connections still held";
-            EXPECT_LE(s.receive_buffer_bytes, s.connections_live * per_link)
-                << "rank " << r.rank << ", round " << round << ": receive memory of "
-                << s.connections_held << " connections held for " << s.connections_live << " live";
-          } else {
-            EXPECT_GT(s.connections_held, s.connections_live)
-                << "rank " << r.rank << ", round " << round << ": closed connections not counted";
-            EXPECT_EQ(s.receive_buffer_bytes, s.connections_held * per_link)
-                << "rank " << r.rank << ", round " << round;
-          }
+          EXPECT_EQ(s.connections_held, s.connections_live)
+              << "rank " << r.rank << ", round " << round << ": ended connections still held";
+          EXPECT_LE(s.receive_buffer_bytes, s.connections_live * per_link)
+              << "rank " << r.rank << ", round " << round << ": receive memory of "
+              << s.connections_held << " connections held for " << s.connections_live << " live";
           r.barrier();
         }
         EXPECT_GT(stats(r).connection_reopens, 0u) << "rank " << r.rank;

@@ -126,11 +126,9 @@ Capabilities through_shared_memory(Capabilities c) {
   return c;
 }
 
-// Over verbs the read size is the device's (smaller on a software device), and a closed
-// connection's resources stay until the end (native verbs).
+// Over verbs the read size is the device's (smaller on a software device).
 Capabilities over_verbs(Capabilities c) {
   c.read_chunk = 0;
-  c.releases_connections = false;
   return c;
 }
 
@@ -169,13 +167,10 @@ BackendSpec spec_of(const std::string& backend) {
     return {"ofi",
             {{"RDMX_OFI_PROVIDER", "tcp"}, {"RDMX_SHM", "on"}},
             through_shared_memory({false, false, S::Medium, S::High})};
-  if (backend == "ofi-verbs") {
-    BackendSpec s{"ofi",
-                  {{"RDMX_OFI_PROVIDER", "verbs"}, {"RDMX_SHM", "off"}},
-                  over_verbs({false, false, S::Low, S::Low})};
-    s.caps.releases_connections = true;  // libfabric's: its endpoints are released
-    return s;
-  }
+  if (backend == "ofi-verbs")
+    return {"ofi",
+            {{"RDMX_OFI_PROVIDER", "verbs"}, {"RDMX_SHM", "off"}},
+            over_verbs({false, false, S::Low, S::Low})};
   if (backend == "ofi-verbs-srq") {
     BackendSpec s = spec_of("ofi-verbs");
     s.settings.push_back({"RDMX_SRQ", "1"});
@@ -190,12 +185,8 @@ BackendSpec spec_of(const std::string& backend) {
     return {"shm",
             {{"RDMX_SHM_READ", "copy"}},
             through_shared_memory({false, false, S::High, S::High})};
-  if (backend == "verbs+shm") {
-    BackendSpec s{
-        "verbs", {{"RDMX_SHM", "on"}}, through_shared_memory({false, false, S::Low, S::Low})};
-    s.caps.releases_connections = false;  // the composite releases only if both fabrics do
-    return s;
-  }
+  if (backend == "verbs+shm")
+    return {"verbs", {{"RDMX_SHM", "on"}}, through_shared_memory({false, false, S::Low, S::Low})};
   if (backend == "verbs")
     return {"verbs", {{"RDMX_SHM", "off"}}, over_verbs({false, false, S::Low, S::Low})};
   if (backend == "verbs-srq")

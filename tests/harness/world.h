@@ -51,9 +51,6 @@ struct Capabilities {
   // Small messages in the fabric's queue entries (small_unbuffered) take no credit: the
   // room in that queue paces them (ConnAttrs::uncredited_max).
   bool small_uncredited = false;
-  // A connection closed by agreement gives back what it held (engine_release.h): not
-  // over native verbs (docs/scale.md).
-  bool releases_connections = true;
   // Some pairs talk through shared memory and others through the network fabric's
   // shared receive pool: connections differ in the receive memory they hold.
   bool mixed_paths = false;

@@ -279,6 +279,13 @@ void Fabric::reap(Conn* c) {
   }
 }
 
+void Fabric::release(Conn* c) {
+  // The device may have given the number to a newer queue pair already.
+  if (auto it = by_qp_num_.find(c->qpn); it != by_qp_num_.end() && it->second == c)
+    by_qp_num_.erase(it);
+  std::erase_if(conns_, [c](auto& p) { return p.get() == c; });
+}
+
 // A connection the peer ended is reported once what it sent has been delivered: its own
 // work requests are all back (flushed), and the completion queue, which held its last
 // messages ahead of the disconnect, has been polled empty since. (Receives from a shared

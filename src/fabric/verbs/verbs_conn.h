@@ -17,7 +17,7 @@ struct Conn;
 
 // A posted work request: the work completion's wr_id points here.
 struct Slot {
-  enum Op : uint8_t { Recv, Send, Read, SharedRecv };
+  enum Op : uint8_t { Recv, Send, Read, SharedRecv, Drain };
   Conn* conn = nullptr;  // null for receives posted to the shared queue
   uint64_t wr = 0;       // the engine's id
   Op op = Recv;
@@ -25,7 +25,7 @@ struct Slot {
 
   // The work request's kind in words, for messages.
   static const char* name(Op op) {
-    return op == Send ? "a SEND" : op == Read ? "an RDMA READ" : "a receive";
+    return op == Send || op == Drain ? "a SEND" : op == Read ? "an RDMA READ" : "a receive";
   }
 };
 
@@ -36,6 +36,9 @@ class SlotPool {
   void init(uint32_t n, Conn* owner) {
     unsignaled_.conn = owner;
     unsignaled_.index = UINT32_MAX;
+    drain_.conn = owner;
+    drain_.op = Slot::Drain;
+    drain_.index = UINT32_MAX;
     slots_.reset(new Slot[n]);
     free_.reserve(n);
     for (uint32_t i = n; i-- > 0;) {
@@ -59,14 +62,27 @@ class SlotPool {
     unsignaled_.wr = wr;
     return &unsignaled_;
   }
-  void give(Slot* s) {
-    if (s != &unsignaled_) free_.push_back(s->index);
+  // The signaled send posted behind the others once the queue pair is in error: its
+  // flush comes back after every earlier send's, unsignaled ones included. In use until
+  // it is back; never taken twice.
+  Slot* drain() {
+    if (draining_) return nullptr;
+    draining_ = true;
+    return &drain_;
   }
-  uint32_t in_use() const { return size_ - uint32_t(free_.size()); }
+  void give(Slot* s) {
+    if (s == &drain_)
+      draining_ = false;
+    else if (s != &unsignaled_)
+      free_.push_back(s->index);
+  }
+  uint32_t in_use() const { return size_ - uint32_t(free_.size()) + (draining_ ? 1 : 0); }
 
  private:
   std::unique_ptr<Slot[]> slots_;
   Slot unsignaled_;
+  Slot drain_;
+  bool draining_ = false;
   std::vector<uint32_t> free_;
   uint32_t size_ = 0;
 };
@@ -99,6 +115,10 @@ struct Conn {
   Qp qp;
   SlotPool slots;
   uint32_t cq_entries = 0;  // reserved in the device's completion queue
+  uint32_t qpn = 0;         // the queue pair's number, kept after it is destroyed
+  // Unsignaled sends posted since the last signaled send or READ: a flush of each, if
+  // the queue pair fails, is a completion no slot counts (to_error drains them).
+  uint32_t unsignaled_tail = 0;
 
   // Active side: the private data and the read depths to ask for.
   uint8_t pdata[56] = {};

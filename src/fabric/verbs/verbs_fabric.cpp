@@ -210,6 +210,7 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_
              unsigned(total), n, c->peer.c_str(), std::strerror(e));
     return RDMX_ERR_FABRIC;
   }
+  c->unsignaled_tail = signaled ? 0 : c->unsignaled_tail + 1;
   return RDMX_OK;
 }
 
@@ -233,6 +234,7 @@ int Fabric::read(Conn* c, void* local, uint64_t len, const Region& r, uint64_t r
     c->slots.give(slot);
     return RDMX_ERR_FABRIC;
   }
+  c->unsignaled_tail = 0;
   return RDMX_OK;
 }
 

@@ -72,6 +72,11 @@ class Fabric {
   int accept(Conn* c, ConnRequest* req, const void* pdata, size_t plen, std::string& err);
   void reject(ConnRequest* req, const void* pdata, size_t plen);
   void disconnect(Conn* c);
+  // Reaped (its queue pair and id destroyed once every work request came back, the
+  // drain behind its unsignaled sends included) and its end reported: release() frees
+  // the rest (its slots, its entry for shared receives).
+  bool settled(const Conn* c) const { return c->reaped && pending_.empty(); }
+  void release(Conn* c);
 
   int reg(void* addr, size_t len, uint32_t access, Region& out, std::string& err);
   void dereg(Region& r) { r.mr_.reset(); }
@@ -229,6 +234,7 @@ void Fabric::complete(Sink& sink, const ibv_wc* batch, int i, int n) {
     c = it->second;
   } else {
     c->slots.give(s);
+    if (op == Slot::Drain) return;  // bookkeeping of a queue pair already in error
   }
   if (wc.status == IBV_WC_SUCCESS) {
     switch (op) {
@@ -236,6 +242,7 @@ void Fabric::complete(Sink& sink, const ibv_wc* batch, int i, int n) {
       case Slot::SharedRecv: sink.on_recv(c->user, wr, wc.byte_len); break;
       case Slot::Send: sink.on_send_done(c->user, wr); break;
       case Slot::Read: sink.on_read_done(c->user, wr); break;
+      case Slot::Drain: break;
     }
     return;
   }

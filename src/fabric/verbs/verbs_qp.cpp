@@ -4,6 +4,7 @@
 // depths set to the negotiated values, and moved to ERROR to flush them.
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "fabric/verbs/verbs_fabric.h"
 
@@ -56,6 +57,7 @@ bool Fabric::create_qp(Conn* c, std::string& err) {
   c->attrs.max_inline = ia.cap.max_inline_data;
   c->attrs.max_send_wr = ia.cap.max_send_wr;
   c->attrs.max_sge = ia.cap.max_send_sge;
+  c->qpn = qp->qp_num;
   if (use_srq_) by_qp_num_[qp->qp_num] = c;
 
   ibv_qp_attr a{};
@@ -118,11 +120,31 @@ fabric::ConnAttrs Fabric::attrs_of(const Conn* c, uint32_t initiator, uint32_t r
   return a;
 }
 
+// Moves c's queue pair to the error state: every posted work request comes back
+// flushed. Unsignaled sends come back too, pointing at no slot of their own; when some
+// were posted after the last signaled one, a signaled empty send is posted behind them
+// (a send queue completes in order), and the connection is reaped only once it is back:
+// no completion can then name a connection that is gone.
 void Fabric::to_error(Conn* c) {
   if (!c->qp) return;
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_ERR;
   ibv_modify_qp(c->qp.get(), &a, IBV_QP_STATE);
+  if (c->unsignaled_tail == 0) return;
+  Slot* s = c->slots.drain();
+  if (!s) return;  // one is already on its way
+  ibv_send_wr w{};
+  w.wr_id = reinterpret_cast<uintptr_t>(s);
+  w.opcode = IBV_WR_SEND;
+  w.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  if (int e = ibv_post_send(c->qp.get(), &w, &bad)) {
+    c->slots.give(s);
+    RDMX_LOG(LogLevel::Warn, rank_, "verbs: posting the drain of QP %u with %s: %s", c->qp->qp_num,
+             c->peer.c_str(), std::strerror(e));
+    return;
+  }
+  c->unsignaled_tail = 0;
 }
 
 }  // namespace rdmx::verbs
