@@ -91,7 +91,7 @@ static int mtl_rdmx_finalize(struct mca_mtl_base_module_t* mtl) {
         "memory, %llu back halves copied for peers; %llu requests still in use; %llu "
         "connections made, %llu closed by agreement, %llu made again, %llu live, %llu held "
         "(%llu bytes of receive buffers), %llu connects asked again; start-up took %.2f ms of "
-        "CPU (init and add_procs)",
+        "CPU (init and add_procs), %.2f ms of it in the fabric library's discovery",
         m->rank, (unsigned long long)st.eager_sends, (unsigned long long)st.inline_sends,
         (unsigned long long)st.segmented_sends, (unsigned long long)st.in_place_sends,
         (unsigned long long)st.rndv_sends, (unsigned long long)st.read_backoffs,
@@ -104,7 +104,8 @@ static int mtl_rdmx_finalize(struct mca_mtl_base_module_t* mtl) {
         (unsigned long long)st.connections, (unsigned long long)st.connection_closes,
         (unsigned long long)st.connection_reopens, (unsigned long long)st.connections_live,
         (unsigned long long)st.connections_held, (unsigned long long)st.receive_buffer_bytes,
-        (unsigned long long)st.connect_retries, (double)m->start_cpu_ns / 1e6);
+        (unsigned long long)st.connect_retries, (double)m->start_cpu_ns / 1e6,
+        (double)st.library_discovery_ns / 1e6);
   int rc = rdmx_finalize(m->ctx);
   mtl_rdmx_release_hook_off(); /* after: the context is gone, nothing is cached */
   m->ctx = NULL;

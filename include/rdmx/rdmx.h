@@ -187,6 +187,10 @@ typedef struct rdmx_stats {
   uint64_t receive_buffer_bytes;
   /* Connects tried again after the peer refused for want of resources (with backoff). */
   uint64_t connect_retries;
+  /* CPU time (ns) the initialising thread spent in the fabric library's own discovery:
+     libfabric's fi_getinfo, which initialises every provider built into it (0 on other
+     fabrics). Part of rdmx_init's cost that rdmx does not control. */
+  uint64_t library_discovery_ns;
 } rdmx_stats_t;
 
 RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config.h"
+#include "core/thread_cpu.h"
 #include "harness/child_rank.h"
 #include "harness/world.h"
 #include "rdmx/rdmx.h"
@@ -273,6 +274,25 @@ TEST(OfiKeys, KeysAreCutToTheProvidersKeySize) {
     seen.insert(k);
   }
   EXPECT_GT(seen.size(), 32u);
+}
+
+// libfabric's discovery (fi_getinfo) is counted apart from the rest of rdmx_init: part
+// of it, measured on the initialising thread; other fabrics count none.
+TEST_F(OfiTcp, TheFabricLibrarysDiscoveryIsCountedApartInTheStatistics) {
+  uint64_t cpu0 = thread_cpu_ns();
+  rdmx_context_t* a = open_ctx(0, 1, 5);
+  uint64_t init_ns = thread_cpu_ns() - cpu0;
+  ASSERT_TRUE(a);
+  rdmx_stats_t st{};
+  ASSERT_EQ(rdmx_get_stats(a, &st), RDMX_OK);
+  EXPECT_GT(st.library_discovery_ns, 0u);
+  EXPECT_LE(st.library_discovery_ns, init_ns);
+  rdmx_finalize(a);
+  rdmx_context_t* l = open_rank("loopback", 0, 1, 5);
+  ASSERT_TRUE(l);
+  ASSERT_EQ(rdmx_get_stats(l, &st), RDMX_OK);
+  EXPECT_EQ(st.library_discovery_ns, 0u);
+  rdmx_finalize(l);
 }
 
 TEST_F(OfiTcp, AnAbsentProviderIsNamedWithWhatExists) {

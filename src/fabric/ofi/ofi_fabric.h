@@ -50,6 +50,7 @@
 #include "fabric/fabric.h"
 #include "fabric/ofi/ofi_keys.h"
 #include "fabric/ofi/ofi_resource.h"
+#include "rdmx/rdmx.h"
 
 namespace rdmx::ofi {
 
@@ -196,6 +197,8 @@ class Fabric {
   size_t address(uint8_t* buf, size_t cap) const;
   // What the engine may put in connect data: the provider's limit less CmHeader.
   size_t max_connect_data() const { return cm_data_size_ - sizeof(CmHeader); }
+  // Its counters in the engine's statistics (rdmx_get_stats).
+  void fill_stats(rdmx_stats_t& s) const { s.library_discovery_ns = discovery_ns_; }
 
   int create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, void* user, Conn** out,
                   std::string& err);
@@ -325,6 +328,7 @@ class Fabric {
   uint32_t next_serial_ = 1;
   uint32_t rx_depth_ = 0;
   uint64_t provider_rx_size_ = 0;  // the receives the provider offers, before rdmx's choice
+  uint64_t discovery_ns_ = 0;      // this thread's CPU time in open()'s fi_getinfo
   uint32_t tx_depth_ = 0;
   uint8_t rd_atom_ = 1;
   int32_t rank_ = 0;
