@@ -191,6 +191,11 @@ typedef struct rdmx_stats {
      libfabric's fi_getinfo, which initialises every provider built into it (0 on other
      fabrics). Part of rdmx_init's cost that rdmx does not control. */
   uint64_t library_discovery_ns;
+  /* The shared receive pool (RDMX_SRQ): its buffers' bytes at the time of the call (0
+     without one), and the times it grew because the fabric found it running low (verbs:
+     IBV_EVENT_SRQ_LIMIT_REACHED). */
+  uint64_t shared_receive_bytes;
+  uint64_t shared_receive_growths;
 } rdmx_stats_t;
 
 RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);

@@ -20,6 +20,7 @@
 #include "engine/link.h"
 #include "engine/rcache.h"
 #include "engine/request.h"
+#include "engine/shared_pool.h"
 #include "fabric/fabric.h"
 #include "match/posted_queue.h"
 #include "match/unexpected_queue.h"
@@ -86,6 +87,7 @@ class Engine {
     stats_.connections_held = graveyard_.size();
     for (const auto& p : peers_) stats_.connections_held += bool(p.link);
     stats_.receive_buffer_bytes = receive_bytes_;
+    stats_.shared_receive_bytes = shared_.bytes();
     if constexpr (requires { fabric_.fill_stats(stats_); }) fabric_.fill_stats(stats_);
     return stats_;
   }
@@ -109,7 +111,8 @@ class Engine {
     return l ? l->conn : nullptr;
   }
 
-  // Fabric callbacks (engine_connect.h, engine_recv.h, engine_rndv.h, engine_failure.h).
+  // Fabric callbacks (engine_connect.h, engine_recv.h, engine_rndv.h, engine_failure.h,
+  // engine_shared_receive.h).
   void on_connect_request(typename F::ConnRequest* req, const uint8_t* pdata, size_t len);
   void on_established(void* user, const fabric::ConnAttrs& attrs, const uint8_t* pdata, size_t len);
   void on_rejected(void* user, const uint8_t* pdata, size_t len, const char* why);
@@ -120,6 +123,9 @@ class Engine {
   void on_send_room(void* user);
   void on_read_done(void* user, uint64_t wr);
   void on_wr_error(void* user, uint64_t wr, fabric::Failure f, const char* why);
+  // The shared receive pool ran low (engine_shared_receive.h; verbs:
+  // IBV_EVENT_SRQ_LIMIT_REACHED).
+  void on_shared_receive_low();
 
  private:
   // Work request ids: the kind in the top byte, then an index or request id. A
@@ -181,7 +187,7 @@ class Engine {
   void close_agreed(Link<F>& l, bool disconnect);
   void check_closes();
 
-  // Shared receive queue (engine_setup.h).
+  // Shared receive pool (engine_shared_receive.h).
   static constexpr bool kHasSharedReceive = requires(F f, typename F::Region r) {
     f.enable_shared_receive();
     f.post_shared_recv(nullptr, uint32_t{}, r, uint64_t{});
@@ -192,6 +198,7 @@ class Engine {
   static constexpr int32_t kSharedReceiveRanks = 32;
   int setup_shared_receive(std::string& err);
   int post_shared(uint64_t index);
+  void arm_shared_receive_limit();
   // Whether a link's receives come from the pool: with a pool, on every link the fabric
   // does not keep its own receives for (shared memory's, beside a network fabric).
   bool receives_shared(const Link<F>& l) const {
@@ -202,7 +209,7 @@ class Engine {
   }
   uint8_t* recv_buffer(Link<F>& l, uint64_t wr) {
     uint64_t i = wr_value(wr);
-    return wr_kind(wr) == kWrShared ? shared_mem_.get() + i * recv_buf_size_ : l.recv_buf(i);
+    return wr_kind(wr) == kWrShared ? shared_.buffer(i) : l.recv_buf(i);
   }
 
   // A receive or bounce buffer for eager messages up to eager_limit bytes (and control
@@ -413,9 +420,8 @@ class Engine {
   ObjectPool<Unexp> unexpected_pool_;
   PayloadPool payloads_;
 
-  // The shared receive queue's buffers (RDMX_SRQ=1).
-  AlignedBuffer shared_mem_;
-  Registration<F> shared_reg_;
+  // The shared receive pool's buffers (RDMX_SRQ=1).
+  SharedPool<F> shared_;
 
   // Bounce buffers for eager sends that are too large to go inline.
   AlignedBuffer bounce_mem_;

@@ -13,3 +13,4 @@
 #include "engine/engine_segment.h"
 #include "engine/engine_send.h"
 #include "engine/engine_setup.h"
+#include "engine/engine_shared_receive.h"

@@ -86,43 +86,6 @@ int Engine<F>::init(int32_t rank, int32_t size, uint64_t job_key, const Settings
   return RDMX_OK;
 }
 
-// One pool of receive buffers for all connections: memory grows with the pool, not
-// with the number of peers. Flow control is then the fabric's: RNR retry over verbs, the
-// socket's own over tcp. Four windows of buffers, at most kMaxSharedPoolBytes of them
-// (32 MiB: 256 of tcp's 128 KiB buffers would be just over), at least kMinSharedPool.
-template <fabric::Fabric F>
-int Engine<F>::setup_shared_receive(std::string& err) {
-  constexpr uint64_t kMaxSharedPoolBytes = 32ull << 20;
-  constexpr uint32_t kMinSharedPool = 64;
-  uint32_t n = fabric::max_credits(settings_) * 4;
-  n = uint32_t(std::min<uint64_t>(
-      n, std::max<uint64_t>(kMinSharedPool, kMaxSharedPoolBytes / recv_buf_size_)));
-  if constexpr (requires { fabric_.shared_receive_depth(); })
-    n = std::min(n, fabric_.shared_receive_depth());
-  shared_mem_ = topology::alloc_local(size_t(n) * recv_buf_size_);
-  if (!shared_mem_) {
-    err = "out of memory for the shared receive queue";
-    return RDMX_ERR_NO_MEMORY;
-  }
-  if (int rc = shared_reg_.reg(fabric_, shared_mem_.get(), size_t(n) * recv_buf_size_,
-                               fabric::kLocalWrite, err))
-    return rc;
-  for (uint32_t i = 0; i < n; ++i)
-    if (int rc = post_shared(i)) {
-      err = std::string("posting shared receive buffers failed: ") + rdmx_strerror(rc);
-      return rc;
-    }
-  return RDMX_OK;
-}
-
-template <fabric::Fabric F>
-int Engine<F>::post_shared(uint64_t index) {
-  if constexpr (kHasSharedReceive)
-    return fabric_.post_shared_recv(shared_mem_.get() + index * recv_buf_size_, recv_buf_size_,
-                                    shared_reg_.region(), wr_id(kWrShared, index));
-  return RDMX_ERR_UNSUPPORTED;
-}
-
 template <fabric::Fabric F>
 int Engine<F>::add_peer(int32_t rank, const void* addr, size_t len) {
   if (rank < 0 || rank >= size_)
@@ -180,7 +143,7 @@ Engine<F>::~Engine() {
     if (p.link) p.link->recv_reg.reset();
   for (auto& l : graveyard_) l->recv_reg.reset();
   bounce_reg_.reset();
-  shared_reg_.reset();
+  shared_.reset();
   rcache_.clear();
 }
 

@@ -32,6 +32,9 @@ struct Relay {
   void on_wr_error(void* u, uint64_t wr, Failure f, const char* why) {
     sink.on_wr_error(u, wr, f, why);
   }
+  void on_shared_receive_low() {
+    if constexpr (requires { sink.on_shared_receive_low(); }) sink.on_shared_receive_low();
+  }
 };
 
 }  // namespace rdmx::fabric

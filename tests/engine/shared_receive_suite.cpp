@@ -3,6 +3,8 @@
 // elsewhere; either way a receiver flooded by many peers loses nothing, and each
 // sender's messages arrive in order.
 #include <chrono>
+#include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -15,14 +17,15 @@ namespace {
 // past most eager limits, with the smallest receive memory there is: four credits per
 // connection (RDMX_CREDITS' least), or a shared pool of sixteen buffers (four windows),
 // which the five senders' 200 messages find empty nearly every time. Their messages wait (in the
-// fabric's queue, its RNR retry or the socket) and arrive whole and in order.
-TEST_P(EngineTest, ManySendersToASlowReceiverLoseNothing) {
+// fabric's queue, its RNR retry or the socket) and arrive whole and in order. Then
+// after(receiver, its statistics before the flood) checks what became of its memory.
+void flood_one_receiver(const std::string& backend,
+                        const std::function<void(Rank&, const rdmx_stats_t&)>& after) {
   constexpr int kRanks = 6, kN = 40;
   static const std::vector<uint64_t> kSizes = {4, 100, 3000, 20000};
   auto size_of = [](int i) { return kSizes[size_t(i) % kSizes.size()]; };
-  bool shared = caps().shared_receive;
-  run(
-      kRanks,
+  run_world(
+      backend, kRanks,
       [&](Rank& r) {
         if (r.rank != 0) {
           std::vector<std::vector<uint8_t>> out(kN);
@@ -36,6 +39,7 @@ TEST_P(EngineTest, ManySendersToASlowReceiverLoseNothing) {
           r.barrier();
           return;
         }
+        rdmx_stats_t before = stats(r);
         // Nothing progresses here for a while: every sender fills what it may.
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         std::vector<std::vector<uint8_t>> in(size_t(kRanks) * kN);
@@ -56,16 +60,50 @@ TEST_P(EngineTest, ManySendersToASlowReceiverLoseNothing) {
             EXPECT_TRUE(check(b.data(), b.size(), uint64_t(src) * 1000 + uint64_t(i)))
                 << "message " << i << " from rank " << src << " arrived damaged";
           }
-        rdmx_stats_t s = stats(r);
-        if (shared) {
-          EXPECT_EQ(s.receive_buffer_bytes, 0u)
-              << "connections hold receive buffers of their own beside the shared pool";
-        } else {
-          EXPECT_GT(s.receive_buffer_bytes, 0u);
-        }
+        after(r, before);
         r.barrier();
       },
       SettingList{{"RDMX_CREDITS", "4"}});
+}
+
+TEST_P(EngineTest, ManySendersToASlowReceiverLoseNothing) {
+  bool shared = caps().shared_receive;
+  flood_one_receiver(GetParam(), [&](Rank& r, const rdmx_stats_t&) {
+    rdmx_stats_t s = stats(r);
+    if (shared) {
+      EXPECT_EQ(s.receive_buffer_bytes, 0u)
+          << "connections hold receive buffers of their own beside the shared pool";
+      EXPECT_GT(s.shared_receive_bytes, 0u);
+    } else {
+      EXPECT_GT(s.receive_buffer_bytes, 0u);
+      EXPECT_EQ(s.shared_receive_bytes, 0u);
+    }
+  });
+}
+
+// The same flood leaves fewer than a quarter of the pool's sixteen buffers posted: where
+// the fabric reports that (verbs' IBV_EVENT_SRQ_LIMIT_REACHED), the pool grows by a
+// chunk of its first size, posted at once; elsewhere it keeps its size.
+TEST_P(EngineTest, ASharedPoolFoundRunningLowGrows) {
+  if (!caps().shared_receive) GTEST_SKIP() << "no shared receive pool on " << GetParam();
+  bool grows = caps().shared_receive_grows;
+  flood_one_receiver(GetParam(), [&](Rank& r, const rdmx_stats_t& before) {
+    ASSERT_GT(before.shared_receive_bytes, 0u);
+    rdmx_stats_t s = stats(r);
+    // The device's events are read between messages: give it a bounded while.
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (grows && s.shared_receive_growths == 0 && std::chrono::steady_clock::now() < until) {
+      rdmx_progress(r.ctx);
+      s = stats(r);
+    }
+    if (grows) {
+      EXPECT_GE(s.shared_receive_growths, 1u) << "the pool ran low and did not grow";
+    } else {
+      EXPECT_EQ(s.shared_receive_growths, 0u);
+    }
+    EXPECT_EQ(s.shared_receive_bytes, before.shared_receive_bytes * (1 + s.shared_receive_growths))
+        << "the pool grows by chunks of its first size";
+  });
 }
 
 }  // namespace

@@ -189,10 +189,13 @@ BackendSpec spec_of(const std::string& backend) {
     return {"verbs", {{"RDMX_SHM", "on"}}, through_shared_memory({false, false, S::Low, S::Low})};
   if (backend == "verbs")
     return {"verbs", {{"RDMX_SHM", "off"}}, over_verbs({false, false, S::Low, S::Low})};
-  if (backend == "verbs-srq")
-    return {"verbs",
-            {{"RDMX_SRQ", "1"}, {"RDMX_SHM", "off"}},
-            over_verbs({false, true, S::Low, S::Low})};
+  if (backend == "verbs-srq") {
+    BackendSpec s = {"verbs",
+                     {{"RDMX_SRQ", "1"}, {"RDMX_SHM", "off"}},
+                     over_verbs({false, true, S::Low, S::Low})};
+    s.caps.shared_receive_grows = true;
+    return s;
+  }
   return {"", {}, {}};
 }
 

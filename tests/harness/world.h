@@ -54,6 +54,9 @@ struct Capabilities {
   // Some pairs talk through shared memory and others through the network fabric's
   // shared receive pool: connections differ in the receive memory they hold.
   bool mixed_paths = false;
+  // The shared receive pool grows when the fabric reports it running low (verbs' shared
+  // receive queue limit event).
+  bool shared_receive_grows = false;
 };
 
 // The fabric (RDMX_FABRIC) and the settings a backend name stands for.

@@ -144,6 +144,10 @@ class Fabric {
     n.shared_receive_depth();
   }
   { return net_.shared_receive_depth(); }
+  int arm_shared_receive_limit(uint32_t n) requires requires(Net& f) {
+    f.arm_shared_receive_limit(n);
+  }
+  { return net_.arm_shared_receive_limit(n); }
   bool shared_receive(const Conn* c) const { return c->net != nullptr; }
 
   int recv_memory(Conn* c, uint32_t count, uint32_t size, uint8_t** out, std::string& err) {

@@ -294,6 +294,10 @@ class Fabric {
     n.shared_receive_depth();
   }
   { return rails_[0]->shared_receive_depth(); }
+  int arm_shared_receive_limit(uint32_t n) requires requires(Net& f) {
+    f.arm_shared_receive_limit(n);
+  }
+  { return rails_[0]->arm_shared_receive_limit(n); }
 
   template <class Sink>
   int progress(Sink& sink) {

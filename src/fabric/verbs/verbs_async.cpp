@@ -37,6 +37,10 @@ bool AsyncEvent::for_port() const {
   }
 }
 
+bool AsyncEvent::for_srq() const {
+  return type == IBV_EVENT_SRQ_LIMIT_REACHED || type == IBV_EVENT_SRQ_ERR;
+}
+
 const char* AsyncEvent::what() const {
   switch (type) {
     case IBV_EVENT_QP_FATAL: return "queue pair fatal error (IBV_EVENT_QP_FATAL)";
@@ -72,6 +76,7 @@ void read_all(ibv_context* ctx) {
     AsyncEvent e{ev.event_type};
     if (e.for_qp() && ev.element.qp) e.qp_num = ev.element.qp->qp_num;
     if (e.for_port()) e.port_num = uint32_t(ev.element.port_num);
+    if (e.for_srq()) e.srq = ev.element.srq;
     ibv_ack_async_event(&ev);
     for (Subscriber& s : subscribers)
       if (s.ctx == ctx) s.inbox.push_back(e);

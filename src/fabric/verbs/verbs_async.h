@@ -17,10 +17,12 @@ namespace rdmx::verbs {
 // One event, copied out before it was acknowledged.
 struct AsyncEvent {
   ibv_event_type type;
-  uint32_t qp_num = 0;    // queue pair events
-  uint32_t port_num = 0;  // port events
+  uint32_t qp_num = 0;           // queue pair events
+  uint32_t port_num = 0;         // port events
+  const ibv_srq* srq = nullptr;  // shared receive queue events
   bool for_qp() const;
   bool for_port() const;
+  bool for_srq() const;
   // "port error", "queue pair fatal error", ...
   const char* what() const;
 };

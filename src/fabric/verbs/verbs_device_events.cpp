@@ -83,7 +83,13 @@ void Fabric::on_async_event(const AsyncEvent& e) {
         return;
     }
   }
+  // Another context's shared receive queue (each has its own) is not this one's concern.
+  if (e.for_srq() && e.srq && e.srq != dev_.srq()) return;
   switch (e.type) {
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+      RDMX_LOG(LogLevel::Debug, rank_, "verbs: %s: %s", where.c_str(), e.what());
+      shared_low_ = true;
+      return;
     case IBV_EVENT_PORT_ACTIVE:
       port_event_awaited_ = false;
       RDMX_LOG(LogLevel::Info, rank_, "verbs: %s: %s", where.c_str(), e.what());

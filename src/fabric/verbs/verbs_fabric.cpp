@@ -169,6 +169,18 @@ int Fabric::post_shared_recv(void* buf, uint32_t len, const Region& r, uint64_t 
   return RDMX_OK;
 }
 
+int Fabric::arm_shared_receive_limit(uint32_t n) {
+  if (!dev_.srq()) return RDMX_ERR_INVALID;
+  ibv_srq_attr a{};
+  a.srq_limit = n;
+  if (int e = ibv_modify_srq(dev_.srq(), &a, IBV_SRQ_LIMIT)) {
+    RDMX_LOG(LogLevel::Info, rank_, "verbs: ibv_modify_srq(IBV_SRQ_LIMIT %u) on %s failed: %s", n,
+             dev_.name().c_str(), std::strerror(e));
+    return RDMX_ERR_UNSUPPORTED;
+  }
+  return RDMX_OK;
+}
+
 int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_t wr) {
   bool inline_data = flags & fabric::kSendInline;
   if (!c->qp) return RDMX_ERR_PEER_LOST;

@@ -126,6 +126,10 @@ class Fabric {
   bool device_down() const { return !device_why_.empty(); }
   // How many receives the shared queue holds (valid after open()).
   uint32_t shared_receive_depth() const { return dev_.srq_depth(); }
+  // Asks the device to report (IBV_EVENT_SRQ_LIMIT_REACHED) when fewer than n receives
+  // are left in the shared queue; progress() then calls the sink's
+  // on_shared_receive_low() once. Armed again by calling again.
+  int arm_shared_receive_limit(uint32_t n);
 
  private:
   // Connection management (verbs_cm.cpp).
@@ -193,6 +197,7 @@ class Fabric {
   bool cq_armed_ = false;    // a completion will raise an event on the completion channel
   bool cm_kick_ = false;     // wait() saw the rdma_cm channel readable: read it next progress
   bool async_kick_ = false;  // wait() saw the device's event descriptor readable
+  bool shared_low_ = false;  // the shared receive queue's limit event came
   bool async_subscribed_ = false;
   bool port_event_awaited_ = false;  // a wait for a down port's event ran (until it is up)
   uint32_t async_calls_ = 0;
@@ -296,8 +301,13 @@ int Fabric::progress(Sink& sink) {
   for (int i = 0; i < n; ++i) complete(sink, wc, i, n);
   handled += n;
   // The device's own events: one look in 256 calls, or at once when wait() saw one.
-  if (async_kick_ || (++async_calls_ & 255) == 0) [[unlikely]]
+  if (async_kick_ || (++async_calls_ & 255) == 0) [[unlikely]] {
     take_async_events();
+    if (shared_low_) {
+      shared_low_ = false;
+      if constexpr (requires { sink.on_shared_receive_low(); }) sink.on_shared_receive_low();
+    }
+  }
   if (unsettled_) {
     housekeeping(n < kBatch);
     CmOutcome o;
