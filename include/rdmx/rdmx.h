@@ -196,6 +196,10 @@ typedef struct rdmx_stats {
      IBV_EVENT_SRQ_LIMIT_REACHED). */
   uint64_t shared_receive_bytes;
   uint64_t shared_receive_growths;
+  /* Unexpected eager messages' payload bytes held at the time of the call, and the times
+     this rank, over RDMX_UNEXPECTED_LIMIT, asked a peer to send by rendezvous. */
+  uint64_t unexpected_bytes;
+  uint64_t rendezvous_asks;
 } rdmx_stats_t;
 
 RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);

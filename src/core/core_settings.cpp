@@ -73,6 +73,15 @@ constexpr SettingDecl kDecls[] = {
      .store_int = store_int<&Settings::credits>,
      .check_int = [](int64_t v) { return v == -1 || v >= 4; },
      .accepted = "-1 or an integer from 4 to 4096"},
+    {.name = "RDMX_UNEXPECTED_LIMIT",
+     .type = RDMX_SETTING_INT,
+     .def = 32 << 20,
+     .min = 0,
+     .max = int64_t(1) << 40,
+     .help = "bytes of unexpected eager messages (arrived before their receive) a rank holds "
+             "before it asks the peers sending them to send what is larger than 256 bytes by "
+             "rendezvous, until it holds half as much; 0 = no bound",
+     .store_int = store_int<&Settings::unexpected_limit>},
     {.name = "RDMX_MAX_RD_ATOMIC",
      .type = RDMX_SETTING_INT,
      .def = 16,

@@ -16,6 +16,7 @@ struct Settings {
   int64_t midsize_limit;         // RDMX_MIDSIZE_LIMIT (-1 = the fabric's)
   int64_t rndv_chunk;            // RDMX_RNDV_CHUNK (-1 = the fabric's)
   int64_t credits;               // RDMX_CREDITS (-1 = the fabric's)
+  uint64_t unexpected_limit;     // RDMX_UNEXPECTED_LIMIT (bytes; 0 = no bound)
   uint64_t max_rd_atomic;        // RDMX_MAX_RD_ATOMIC
   uint64_t retry_count;          // RDMX_RETRY_COUNT
   int64_t rnr_retry;             // RDMX_RNR_RETRY (-1 = auto)

@@ -88,6 +88,7 @@ class Engine {
     for (const auto& p : peers_) stats_.connections_held += bool(p.link);
     stats_.receive_buffer_bytes = receive_bytes_;
     stats_.shared_receive_bytes = shared_.bytes();
+    stats_.unexpected_bytes = unexpected_bytes_;
     if constexpr (requires { fabric_.fill_stats(stats_); }) fabric_.fill_stats(stats_);
     return stats_;
   }
@@ -187,6 +188,13 @@ class Engine {
   void close_agreed(Link<F>& l, bool disconnect);
   void check_closes();
 
+  // Unexpected messages within RDMX_UNEXPECTED_LIMIT (engine_unexpected_bound.h).
+  void hold_unexpected(Link<F>& l, uint64_t bytes);
+  void drop_unexpected(uint64_t bytes);
+  void ask_rendezvous(Link<F>& l);
+  void stop_asking_rendezvous();
+  void handle_rendezvous(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
+
   // Shared receive pool (engine_shared_receive.h).
   static constexpr bool kHasSharedReceive = requires(F f, typename F::Region r) {
     f.enable_shared_receive();
@@ -228,7 +236,8 @@ class Engine {
   // (Such a send goes with the short header.)
   static uint64_t inline_eager_below(const Link<F>& l) {
     if (l.attrs.max_inline < wire::kShortBytes) return 0;
-    return std::min<uint64_t>(l.attrs.max_inline - wire::kShortBytes, l.eager_limit) + 1;
+    uint64_t below = std::min<uint64_t>(l.attrs.max_inline - wire::kShortBytes, l.eager_limit) + 1;
+    return l.peer_asks_rendezvous ? std::min(below, wire::kThrottledEager + 1) : below;
   }
   // A message of this many bytes (header included) takes no credit on l: the fabric
   // carries it in its own queue, whose room it tracks (ConnAttrs::uncredited_max).
@@ -408,8 +417,10 @@ class Engine {
   // updated wherever one of those changes.
   uint32_t upkeep_ = 0;
   void update_upkeep() { upkeep_ = refused_links_ | closing_ | burying_ | uint32_t(over_cap()); }
-  uint32_t burying_ = 0;        // links in the graveyard to release (engine_release.h)
-  uint64_t receive_bytes_ = 0;  // receive buffers held by links, live or not yet released
+  uint32_t burying_ = 0;           // links in the graveyard to release (engine_release.h)
+  uint64_t receive_bytes_ = 0;     // receive buffers held by links, live or not yet released
+  uint64_t unexpected_bytes_ = 0;  // unexpected eager payloads held
+  std::vector<int32_t> rendezvous_asked_;  // peers asked to send by rendezvous
   std::chrono::steady_clock::time_point next_cap_look_{};
 
   std::vector<Peer<F>> peers_;

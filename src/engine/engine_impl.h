@@ -14,3 +14,4 @@
 #include "engine/engine_send.h"
 #include "engine/engine_setup.h"
 #include "engine/engine_shared_receive.h"
+#include "engine/engine_unexpected_bound.h"

@@ -215,6 +215,7 @@ bool Engine<F>::handle_other(Link<F>& l, const uint8_t* b, uint32_t len) {
     case wire::Type::Close:
     case wire::Type::CloseAck:
     case wire::Type::CloseAsk: handle_close(l, h); return true;  // on a control credit
+    case wire::Type::Rendezvous: handle_rendezvous(l, h, b, len); break;
     default: bad_message(l, b, len, h.seq);
   }
   return false;
@@ -304,6 +305,7 @@ void Engine<F>::unexpected_eager(Link<F>& l, uint32_t cid, int32_t tag, const ui
   if (len) std::memcpy(u.payload.data, payload, len);
   ++stats_.unexpected;
   unexpected_.add(u, cid, l.peer->rank, tag);
+  hold_unexpected(l, len);
 }
 
 template <fabric::Fabric F>
@@ -360,6 +362,7 @@ void Engine<F>::consume(Req& r, Unexp& u) {
     deliver(r, u.source, u.tag, u.payload.data, u.length);
     if (u.sync) queue_control(*u.link->peer, wire::Type::SyncAck, u.remote.sender_request);
     payloads_.put(u.payload);
+    if (u.link) drop_unexpected(u.length);  // not a send to self
   } else {
     start_read(r, u.link, u.source, u.tag, u.length, u.remote);
   }

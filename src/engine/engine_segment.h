@@ -136,6 +136,7 @@ void Engine<F>::finish_segments(Link<F>& l) {
   }
   ++stats_.unexpected;
   unexpected_.add(u, a.cid, src, a.tag);
+  hold_unexpected(l, u.length);
 }
 
 // Drops a message left half-arrived on a link that failed (its receive, if it had one,

@@ -116,12 +116,17 @@ inline bool Engine<F>::transmit(Peer<F>& p, Req& r) {
   Link<F>& l = *p.link;
   if (!can_send(l)) return false;
   // Above the link's eager limit: in segments, or by rendezvous (registered here if it
-  // was queued before the link was open; failing completes r with the error).
-  if (!r.reg && r.len > l.eager_limit) [[unlikely]] {
-    if (goes_in_segments(l, r)) return transmit_segments(p, r);
-    if (int rc = register_send(p, r)) {
-      fail_request(r, rc);
-      return true;
+  // was queued before the link was open; failing completes r with the error). A peer
+  // over its bound on unexpected messages asked for rendezvous above kThrottledEager (a
+  // message whose segments have started goes on in segments).
+  if (!r.reg && (r.len > l.eager_limit || l.peer_asks_rendezvous)) [[unlikely]] {
+    bool asked = l.peer_asks_rendezvous && r.sent == 0 && r.len > wire::kThrottledEager;
+    if (!asked && goes_in_segments(l, r)) return transmit_segments(p, r);
+    if (asked || r.len > l.eager_limit) {
+      if (int rc = register_send(p, r)) {
+        fail_request(r, rc);
+        return true;
+      }
     }
   }
   wire::Header h = r.reg    ? header(wire::Type::Rts, r.cid, r.tag, r.len)

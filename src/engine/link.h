@@ -88,6 +88,10 @@ struct Link {
   bool refused = false;
   std::chrono::steady_clock::time_point refused_at{};
   std::string refusal;
+  // Unexpected messages over the receiver's bound (engine_unexpected_bound.h): the peer
+  // asked this side to send by rendezvous; this side asked the peer.
+  bool peer_asks_rendezvous = false;
+  bool asked_peer_rendezvous = false;
 
   // Receive buffers posted for this connection, registered once: in recv_mem, or where
   // the fabric placed them (a shared-memory segment the peer writes into).

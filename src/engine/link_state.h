@@ -27,6 +27,11 @@ class LinkState {
     inline_below_ = inline_below;
     update();
   }
+  // The fast path's limit changes while open (the peer asked for rendezvous and stopped).
+  void set_inline_below(uint64_t inline_below) {
+    inline_below_ = inline_below;
+    update();
+  }
   // This side may send: the active side from the start, the passive side once the
   // active side has spoken.
   void allow_send() {

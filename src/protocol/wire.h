@@ -24,8 +24,14 @@ enum class Type : uint8_t {
   CloseAck = 10,  // passive side: agreed, this is its last message on the link
   CloseNak = 11,  // passive side: not now, something is still in flight
   CloseAsk = 12,  // passive side: please propose a close
+  // header + ReqRef (1: on, 0: off): the receiver is over its bound on unexpected
+  // messages; send what is larger than kThrottledEager by rendezvous until it says off.
+  Rendezvous = 13,
 };
-inline constexpr Type kLastType = Type::CloseAsk;
+inline constexpr Type kLastType = Type::Rendezvous;
+// What still goes eagerly to a receiver that asked for rendezvous: no more than the
+// record an unexpected rendezvous request costs it.
+inline constexpr uint64_t kThrottledEager = 256;
 
 enum Flags : uint8_t {
   kSync = 0x1,  // Eager: a SyncTail follows the header; the receiver acks on match
