@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "container/ring.h"
+#include "core/idle_poll.h"
 #include "core/log.h"
 #include "fabric/fabric.h"
 #include "fabric/rails/rail_path.h"
@@ -190,7 +191,7 @@ class Fabric {
   uint32_t sq_depth_ = 256;
   uint32_t rq_depth_ = 128;
   uint32_t max_inline_ = 256;
-  uint32_t progress_calls_ = 0;
+  IdlePoll cm_idle_;         // when to look at the rdma_cm channel with nothing in setup
   uint32_t in_setup_ = 0;    // connections between create_conn and established or closed
   uint32_t unsettled_ = 0;   // closed or gone connections not reaped yet
   std::string device_why_;   // what ended the device (device_failed); empty while it lives
@@ -286,7 +287,10 @@ int Fabric::progress(Sink& sink) {
   int handled = 0;
   // Connection events first: a passive connection is reported established before any
   // of its completions, and a peer's disconnect only after what it sent has arrived.
-  if (!pending_.empty() || in_setup_ || cm_kick_ || (++progress_calls_ & 15) == 0) {
+  // Reading the rdma_cm channel is a system call (a write that fails with EAGAIN when
+  // nothing is there): with no connection being set up, once a tick of the coarse
+  // clock (1 to 4 ms), or when wait() saw the channel readable.
+  if (!pending_.empty() || in_setup_ || cm_kick_ || cm_idle_.due()) {
     cm_kick_ = false;
     CmOutcome o;
     while (next_outcome(o)) {
