@@ -40,10 +40,6 @@ void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint
     fail_request(r, rc);
     return;
   }
-  // Alone, a message is read in the pieces the fabric suggests for a lone one; behind
-  // others, in whole chunks.
-  r.read_chunk =
-      l->read_queue.empty() && l->reads_outstanding == 0 ? l->lone_read_chunk : l->read_chunk;
   r.peer_node.owner = &r;
   r.peer_node.push_back(p.inflight);
   r.queue_node.owner = &r;
@@ -79,6 +75,12 @@ void Engine<F>::schedule_reads(Link<F>& l) {
   while (!l.read_queue.empty() && l.reads_outstanding < l.read_pacer.window() && l.sq.has_room() &&
          l.state.open()) {
     Req& r = *static_cast<Req*>(l.read_queue.first->owner);
+    // At its first READ: a message with the link's READs to itself is read in the pieces
+    // the fabric suggests for a lone one, one behind others in whole chunks. Chosen here,
+    // not when it matched: a passive side can match the active side's RTS before its
+    // established event, when the link's sizes are not chosen yet.
+    if (r.read_posted == 0)
+      r.read_chunk = l.reads_outstanding == 0 ? l.lone_read_chunk : l.read_chunk;
     uint64_t chunk = std::min(r.read_chunk, r.read_len - r.read_posted);
     auto* dst = static_cast<uint8_t*>(r.buf) + r.read_posted;
     int rc = fabric_.read(l.conn, dst, chunk, r.reg->region, r.remote.address + r.read_posted,

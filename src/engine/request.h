@@ -60,7 +60,7 @@ struct RequestBase : PostedEntry {
   // Rendezvous.
   RemoteData remote{};
   uint64_t read_len = 0;     // bytes to read (the message, cut to the buffer)
-  uint64_t read_chunk = 0;   // bytes per READ (the link's, chosen when the read starts)
+  uint64_t read_chunk = 0;   // bytes per READ (the link's, chosen at its first READ)
   uint64_t read_posted = 0;  // bytes covered by posted READs
   uint32_t reads_in_flight = 0;
 

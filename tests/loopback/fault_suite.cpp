@@ -71,6 +71,35 @@ TEST_F(LoopbackFaults, DelayedCompletionsChangeNothing) {
   });
 }
 
+// rdma_cm may report a passive side's connection established after the first receive
+// completions on it: its receives are posted at accept, and with a shared receive queue
+// the active side's first messages can land at once. Whatever comes first (eager,
+// mid-size or a rendezvous request, matched at once) is taken as usual; a rendezvous
+// matched then is read in the link's chunks once they are chosen.
+TEST_F(LoopbackFaults, MessagesBeforeThePassiveSideIsEstablishedAreTakenAsUsual) {
+  loopback::faults().established_late = 1000000;
+  for (const SettingList& s : {SettingList{}, SettingList{{"RDMX_SRQ", "1"}}}) {
+    for (uint64_t size : {uint64_t(8), uint64_t(5000), uint64_t(40000), uint64_t(300000)}) {
+      SCOPED_TRACE(std::to_string(size) + " bytes" + (s.empty() ? "" : ", shared receive queue"));
+      loopback::faults().messages_before_established = 0;
+      run_world(
+          "loopback", 2,
+          [size](Rank& r) {
+            std::vector<uint8_t> b(size);
+            if (r.rank == 0) {
+              fill(b, size);
+              EXPECT_EQ(r.finish(isend(r, 1, 0, b.data(), size), 10000).error, RDMX_OK);
+            } else {
+              EXPECT_EQ(r.finish(irecv(r, 0, 0, b.data(), size), 10000).error, RDMX_OK);
+              EXPECT_TRUE(check(b.data(), size, size));
+            }
+          },
+          s);
+      EXPECT_EQ(loopback::faults().messages_before_established.load(), 1u);
+    }
+  }
+}
+
 TEST_F(LoopbackFaults, SendErrorCompletionFailsTheConnection) {
   loopback::faults().error_at_send = 4;
   run_world("loopback", 2, [](Rank& r) {

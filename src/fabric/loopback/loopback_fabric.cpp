@@ -195,6 +195,10 @@ int Fabric::accept(Conn* c, ConnRequest* req, const void* pdata, size_t plen, st
     e.kind = CmEvent::Established;
     e.user = c->user;
     e.attrs = c->attrs;
+    if (uint32_t late = faults().established_late.load(std::memory_order_relaxed)) {
+      e.held = c;
+      e.ready_tick = ep_->tick_after(late);
+    }
     ep_->notify(std::move(e));
   }
   std::erase_if(ep_->requests, [req](auto& r) { return r.get() == req; });

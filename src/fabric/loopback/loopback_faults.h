@@ -21,6 +21,12 @@ struct Faults {
   std::atomic<uint64_t> max_reads_in_flight{0};  // high-water mark on any connection
   std::atomic<uint64_t> depth_violations{0};     // READs posted beyond the negotiated depth
   std::atomic<int64_t> refuse_accepts{0};        // the next N connections offered cannot be made
+  // A passive side's established event shows up only after the first message on its
+  // connection has been reported (as rdma_cm may deliver it after the first receive
+  // completions), or after this many polls, whichever is first; 0: at once.
+  std::atomic<uint32_t> established_late{0};
+  // Connections whose first message was reported while their established event was held.
+  std::atomic<uint64_t> messages_before_established{0};
 };
 
 Faults& faults();

@@ -30,6 +30,8 @@ void reset_faults() {
   f.max_reads_in_flight = 0;
   f.refuse_accepts = 0;
   f.depth_violations = 0;
+  f.established_late = 0;
+  f.messages_before_established = 0;
 }
 
 World& World::get() {
@@ -74,6 +76,13 @@ int EpState::take_completions(Completion* out, int max) {
   while (n < max && !cq_.empty() && cq_.front().ready_tick <= tick_) {
     out[n] = cq_.pop();
     if (out[n].is_read && out[n].conn) --out[n].conn->reads_in_flight;
+    Conn* c = out[n].conn;
+    if ((out[n].kind == Completion::Recv || out[n].kind == Completion::RecvUnbuffered) && c &&
+        !c->reported_recv) {
+      c->reported_recv = true;
+      if (events_.any([c](const CmEvent& e) { return e.held == c; }))
+        faults().messages_before_established.fetch_add(1, std::memory_order_relaxed);
+    }
     ++n;
   }
   return n;
@@ -85,9 +94,12 @@ bool EpState::take_event(CmEvent& out) {
     has_events_.store(false, std::memory_order_relaxed);
     return false;
   }
+  const CmEvent& e = events_.front();
+  // An established event held back (Faults::established_late) until its connection has
+  // reported a message, or for a bounded number of polls.
+  if (e.held && !e.held->reported_recv && e.ready_tick > tick_) return false;
   // As on a device, a connection fails only after every message that arrived on it
   // has been reported.
-  const CmEvent& e = events_.front();
   if (e.kind == CmEvent::ConnError && cq_.any([&e](const Completion& c) {
         return (c.kind == Completion::Recv || c.kind == Completion::RecvUnbuffered) &&
                c.user == e.user;

@@ -51,6 +51,8 @@ struct CmEvent {
   ConnRequest* request = nullptr;
   fabric::ConnAttrs attrs{};
   const char* text = "";
+  Conn* held = nullptr;     // Established: held back until held reports a message,
+  uint64_t ready_tick = 0;  //   or until this poll (Faults::established_late)
   uint32_t pdata_len = 0;
   uint8_t pdata[196] = {};
 };
@@ -69,6 +71,7 @@ struct Conn {
   bool active = false;
   bool established = false;
   bool broken = false;
+  bool reported_recv = false;  // a message on it has been reported (under ep->mu)
   fabric::ConnAttrs attrs{};
   uint32_t serial = 0;     // stands in for a QP number
   uint32_t target_id = 0;  // active side: the endpoint to connect to
@@ -119,6 +122,8 @@ class EpState {
   // Whether an event may be waiting: read without the lock, so that polling an
   // endpoint with none costs no lock and no event to build.
   bool may_have_events() const { return has_events_.load(std::memory_order_acquire); }
+  // The poll that comes `polls` after this one. Caller holds mu.
+  uint64_t tick_after(uint32_t polls) const { return tick_ + polls; }
   // Moves up to max ready completions into out. Takes mu.
   int take_completions(Completion* out, int max);
   // Moves the next event into out. Takes mu.
