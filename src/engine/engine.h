@@ -193,7 +193,7 @@ class Engine {
   void drop_unexpected(uint64_t bytes);
   void ask_rendezvous(Link<F>& l);
   void stop_asking_rendezvous();
-  void handle_rendezvous(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
+  void handle_rendezvous(Link<F>& l, const uint8_t* b, uint32_t len);
 
   // Shared receive pool (engine_shared_receive.h).
   static constexpr bool kHasSharedReceive = requires(F f, typename F::Region r) {
@@ -339,6 +339,10 @@ class Engine {
   [[gnu::noinline]] void unexpected_eager(Link<F>& l, uint32_t cid, int32_t tag,
                                           const uint8_t* payload, uint64_t len, bool sync,
                                           uint64_t sender_request);
+  // A control message's fixed-size body, after its header: false, with the link failed
+  // for a malformed `what`, unless exactly that many bytes arrived.
+  template <class Body>
+  bool read_body(Link<F>& l, const uint8_t* b, uint32_t len, Body& body, const char* what);
   void handle_rts(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
   void handle_done(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len);
   [[gnu::always_inline]] Req& new_request(typename Req::Kind kind, rdmx_completion_fn cb,

@@ -215,7 +215,7 @@ bool Engine<F>::handle_other(Link<F>& l, const uint8_t* b, uint32_t len) {
     case wire::Type::Close:
     case wire::Type::CloseAck:
     case wire::Type::CloseAsk: handle_close(l, h); return true;  // on a control credit
-    case wire::Type::Rendezvous: handle_rendezvous(l, h, b, len); break;
+    case wire::Type::Rendezvous: handle_rendezvous(l, b, len); break;
     default: bad_message(l, b, len, h.seq);
   }
   return false;
@@ -309,14 +309,22 @@ void Engine<F>::unexpected_eager(Link<F>& l, uint32_t cid, int32_t tag, const ui
 }
 
 template <fabric::Fabric F>
+template <class Body>
+bool Engine<F>::read_body(Link<F>& l, const uint8_t* b, uint32_t len, Body& body,
+                          const char* what) {
+  if (len != sizeof(wire::Header) + sizeof body) [[unlikely]] {
+    fail_link(l, RDMX_ERR_PROTOCOL,
+              "rank " + std::to_string(l.peer->rank) + " sent a malformed " + what);
+    return false;
+  }
+  std::memcpy(&body, b + sizeof(wire::Header), sizeof body);
+  return true;
+}
+
+template <fabric::Fabric F>
 void Engine<F>::handle_rts(Link<F>& l, const wire::Header& h, const uint8_t* b, uint32_t len) {
   wire::RtsBody rts;
-  if (len != sizeof h + sizeof rts) {
-    fail_link(l, RDMX_ERR_PROTOCOL,
-              "rank " + std::to_string(l.peer->rank) + " sent a malformed rendezvous request");
-    return;
-  }
-  std::memcpy(&rts, b + sizeof h, sizeof rts);
+  if (!read_body(l, b, len, rts, "rendezvous request")) return;
   RemoteData remote{rts.address, rts.key, rts.sender_request};
   int32_t src = l.peer->rank;
   if (Req* r = static_cast<Req*>(posted_.match(h.context_id, src, h.tag))) {

@@ -64,15 +64,9 @@ void Engine<F>::stop_asking_rendezvous() {
 
 // The peer asks this side to send by rendezvous (1), or no longer (0).
 template <fabric::Fabric F>
-void Engine<F>::handle_rendezvous(Link<F>& l, const wire::Header& h, const uint8_t* b,
-                                  uint32_t len) {
+void Engine<F>::handle_rendezvous(Link<F>& l, const uint8_t* b, uint32_t len) {
   wire::ReqRef ref;
-  if (len != sizeof h + sizeof ref) {
-    fail_link(l, RDMX_ERR_PROTOCOL,
-              "rank " + std::to_string(l.peer->rank) + " sent a malformed rendezvous request");
-    return;
-  }
-  std::memcpy(&ref, b + sizeof h, sizeof ref);
+  if (!read_body(l, b, len, ref, "request to send by rendezvous")) return;
   if (ref.sender_request > 1) {
     fail_link(l, RDMX_ERR_PROTOCOL,
               "rank " + std::to_string(l.peer->rank) +
