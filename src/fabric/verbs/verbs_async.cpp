@@ -110,13 +110,13 @@ void inject(ibv_context* ctx, const AsyncEvent& e) {
     if (s.ctx == ctx) s.inbox.push_back(e);
 }
 
-void poll(ibv_context* ctx, Fabric* fabric, std::vector<AsyncEvent>& out) {
+void poll(ibv_context* ctx, Fabric* fabric, std::vector<AsyncEvent>& out, bool read_device) {
   out.clear();
   std::unique_lock<std::mutex> g(mu, std::try_to_lock);
   if (!g.owns_lock()) return;
   for (Subscriber& s : subscribers)
     if (s.fabric == fabric) {
-      if (s.readable) read_all(ctx);
+      if (s.readable && read_device) read_all(ctx);
       out.swap(s.inbox);
     }
 }

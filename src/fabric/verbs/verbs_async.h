@@ -36,8 +36,9 @@ namespace async_events {
 void subscribe(ibv_context* ctx, Fabric* fabric);
 void unsubscribe(ibv_context* ctx, Fabric* fabric);
 // Reads every event ctx has now into the inboxes (another thread reading at the same
-// time is left to it), then moves fabric's inbox into out (emptied first).
-void poll(ibv_context* ctx, Fabric* fabric, std::vector<AsyncEvent>& out);
+// time is left to it; read_device false: no read, when the descriptor was seen empty),
+// then moves fabric's inbox into out (emptied first).
+void poll(ibv_context* ctx, Fabric* fabric, std::vector<AsyncEvent>& out, bool read_device = true);
 // Delivers e to every context on ctx as if the device had reported it: the events no
 // driver raises on demand (a queue pair or the device gone fatal), for tests.
 void inject(ibv_context* ctx, const AsyncEvent& e);

@@ -12,11 +12,11 @@
 
 namespace rdmx::verbs {
 
-void Fabric::take_async_events() {
-  async_kick_ = false;
+void Fabric::take_async_events(bool read_device) {
+  device_events_ = DeviceEvents::None;
   ibv_context* ctx = dev_.context();
   if (!ctx) return;
-  async_events::poll(ctx, this, async_inbox_);
+  async_events::poll(ctx, this, async_inbox_, read_device);
   for (const AsyncEvent& e : async_inbox_) on_async_event(e);
 }
 

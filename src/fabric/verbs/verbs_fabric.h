@@ -14,6 +14,7 @@
 // send, read, progress) neither allocates nor locks.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -106,6 +107,9 @@ class Fabric {
   int progress(Sink& sink);
   // Sleeps on the completion channel and the rdma_cm event channel (verbs_wait.cpp).
   int wait(int timeout_ms);
+  // One look (a poll() that does not wait) at the rdma_cm channel and the device's
+  // event descriptor: kicks what has something to read.
+  void look_at_channels();
 
   // Shared receive queue (RDMX_SRQ=1). The caller declares, before open(), that it
   // posts its receive buffers with post_shared_recv(); a completion then names the
@@ -144,7 +148,8 @@ class Fabric {
   void device_failed(const std::string& why);
 
   // The device's asynchronous events (verbs_device_events.cpp).
-  void take_async_events();
+  // read_device false: only what another context on the device read for this one.
+  void take_async_events(bool read_device = true);
   void take_async_events_after_error(const Conn* c, ibv_wc_status status);
   void on_async_event(const AsyncEvent& e);
   void settle_setup(Conn* c);
@@ -191,17 +196,21 @@ class Fabric {
   uint32_t sq_depth_ = 256;
   uint32_t rq_depth_ = 128;
   uint32_t max_inline_ = 256;
-  IdlePoll cm_idle_;         // when to look at the rdma_cm channel with nothing in setup
-  uint32_t in_setup_ = 0;    // connections between create_conn and established or closed
-  uint32_t unsettled_ = 0;   // closed or gone connections not reaped yet
-  std::string device_why_;   // what ended the device (device_failed); empty while it lives
-  bool cq_armed_ = false;    // a completion will raise an event on the completion channel
-  bool cm_kick_ = false;     // wait() saw the rdma_cm channel readable: read it next progress
-  bool async_kick_ = false;  // wait() saw the device's event descriptor readable
+  IdlePoll idle_;           // when to look at the rdma_cm channel and the device's events
+  uint32_t in_setup_ = 0;   // connections between create_conn and established or closed
+  uint32_t unsettled_ = 0;  // closed or gone connections not reaped yet
+  std::string device_why_;  // what ended the device (device_failed); empty while it lives
+  bool cq_armed_ = false;   // a completion will raise an event on the completion channel
+  bool cm_kick_ = false;    // wait() saw the rdma_cm channel readable: read it next progress
+  // What the next progress takes of the device's asynchronous events: nothing; what
+  // other contexts on the device read for this one (due once a tick); or that and the
+  // device's event descriptor, which a look or wait() saw readable.
+  enum class DeviceEvents : uint8_t { None, Inbox, Readable };
+  DeviceEvents device_events_ = DeviceEvents::None;
+  void want_device_events(DeviceEvents e) { device_events_ = std::max(device_events_, e); }
   bool shared_low_ = false;  // the shared receive queue's limit event came
   bool async_subscribed_ = false;
   bool port_event_awaited_ = false;  // a wait for a down port's event ran (until it is up)
-  uint32_t async_calls_ = 0;
   std::vector<AsyncEvent> async_inbox_;
 
   std::vector<std::unique_ptr<Conn>> conns_;
@@ -287,10 +296,15 @@ int Fabric::progress(Sink& sink) {
   int handled = 0;
   // Connection events first: a passive connection is reported established before any
   // of its completions, and a peer's disconnect only after what it sent has arrived.
-  // Reading the rdma_cm channel is a system call (a write that fails with EAGAIN when
-  // nothing is there): with no connection being set up, once a tick of the coarse
-  // clock (1 to 4 ms), or when wait() saw the channel readable.
-  if (!pending_.empty() || in_setup_ || cm_kick_ || cm_idle_.due()) {
+  // Reading either channel is a system call: with no connection being set up, both are
+  // looked at with one poll() once a tick of the coarse clock (1 to 4 ms), and read only
+  // when that (or wait()) saw them readable, so that a busy loop makes no system call
+  // per message and one per tick.
+  if (idle_.due()) [[unlikely]] {
+    look_at_channels();
+    want_device_events(DeviceEvents::Inbox);
+  }
+  if (!pending_.empty() || in_setup_ || cm_kick_) {
     cm_kick_ = false;
     CmOutcome o;
     while (next_outcome(o)) {
@@ -304,9 +318,10 @@ int Fabric::progress(Sink& sink) {
   if (n < 0) return RDMX_ERR_FABRIC;
   for (int i = 0; i < n; ++i) complete(sink, wc, i, n);
   handled += n;
-  // The device's own events: one look in 256 calls, or at once when wait() saw one.
-  if (async_kick_ || (++async_calls_ & 255) == 0) [[unlikely]] {
-    take_async_events();
+  // The device's own events, when a look or wait() saw one; once a tick, those another
+  // context on the same device read for this one.
+  if (device_events_ != DeviceEvents::None) [[unlikely]] {
+    take_async_events(device_events_ == DeviceEvents::Readable);
     if (shared_low_) {
       shared_low_ = false;
       if constexpr (requires { sink.on_shared_receive_low(); }) sink.on_shared_receive_low();
