@@ -9,7 +9,7 @@ RDMX_TEST_PKGS="qemu-system-x86 linux-image-amd64 busybox-static ibverbs-utils
   rdmacm-utils perftest iproute2 valgrind procps clang libclang-rt-dev slurm-wlm munge
   debootstrap python3 python3-matplotlib dpkg-dev debhelper lintian"
 
-say() { printf '\n==> %s\n' "$*"; }
+say() { printf '\n==> %s (%s)\n' "$*" "$(date +%T)"; }
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
