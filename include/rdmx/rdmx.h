@@ -200,6 +200,10 @@ typedef struct rdmx_stats {
      this rank, over RDMX_UNEXPECTED_LIMIT, asked a peer to send by rendezvous. */
   uint64_t unexpected_bytes;
   uint64_t rendezvous_asks;
+  /* Closes this side proposed past RDMX_MAX_CONNECTIONS, agreed or not. A proposal the
+     peer refused, or that its messages overtook, is not made again on that connection
+     for 100 ms. */
+  uint64_t close_proposals;
 } rdmx_stats_t;
 
 RDMX_API int rdmx_init(const rdmx_init_params_t* params, rdmx_context_t** ctx);

@@ -85,11 +85,17 @@ bool Engine<F>::post_close_message(Link<F>& l, wire::Type t, uint64_t length) {
   return l.sq.signaled([&] { return post(l, h, nullptr, 0, nullptr, 0, true); });
 }
 
+// How long a side waits before it asks for a close again, or proposes one again on a link
+// whose last proposal failed: the peer is busy with the link (a message of its own on the
+// way, a request waiting on this side), and asking at every look would flood it.
+inline constexpr std::chrono::milliseconds kCloseRetryAfter{100};
+
 // Over the cap: the idle links that have gone longest without a message are closed (on
 // their active side) or asked to be (on their passive side), as many as the cap is
 // exceeded by. Looked at most once a millisecond; each look counts, per link, the looks
 // in a row that saw no message, which orders the links from least recently used (the
-// oldest first among equals).
+// oldest first among equals). A link whose last proposal failed less than
+// kCloseRetryAfter ago is passed over.
 template <fabric::Fabric F>
 void Engine<F>::enforce_cap() {
   auto now = std::chrono::steady_clock::now();
@@ -107,7 +113,8 @@ void Engine<F>::enforce_cap() {
     } else {
       ++l->quiet_looks;
     }
-    if (idle(*l)) idle_links.push_back(l);
+    if (idle(*l) && !(l->active && now - l->close_failed < kCloseRetryAfter))
+      idle_links.push_back(l);
   }
   size_t want = live_links_ - max_links_;
   want = want > closing_ ? want - closing_ : 0;
@@ -122,8 +129,7 @@ void Engine<F>::enforce_cap() {
     Link<F>& l = *idle_links[i];
     if (l.active) {
       propose_close(l);
-    } else if (now - l.close_asked > std::chrono::milliseconds(100)) {
-      // Asked again only after a while: the proposer may be busy with the link.
+    } else if (now - l.close_asked > kCloseRetryAfter) {
       if (post_close_message(l, wire::Type::CloseAsk, 0)) l.close_asked = now;
     }
   }
@@ -136,6 +142,7 @@ void Engine<F>::propose_close(Link<F>& l) {
   l.state.set_closing();
   l.close_asked = std::chrono::steady_clock::now();
   ++closing_;
+  ++stats_.close_proposals;
   update_upkeep();
   RDMX_LOG(LogLevel::Debug, rank_, "closing the idle connection to rank %d (%u live, cap %u)",
            l.peer->rank, live_links_, max_links_);
@@ -149,10 +156,11 @@ void Engine<F>::close_overtaken(Link<F>& l, const uint8_t* b) {
   if (t != wire::Type::CloseAck && t != wire::Type::CloseNak) resume_open(l);
 }
 
-// The proposal failed: l is Open again.
+// The proposal failed: l is Open again, and not proposed again for a while.
 template <fabric::Fabric F>
 void Engine<F>::resume_open(Link<F>& l) {
   l.state.resume();
+  l.close_failed = std::chrono::steady_clock::now();
   --closing_;
   update_upkeep();
   l.quiet_looks = 0;

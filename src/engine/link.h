@@ -62,13 +62,14 @@ struct Link {
   std::chrono::steady_clock::time_point started{};
   // Closing by agreement (engine_close.h): in the count of live links; the messages
   // counted at the last look for idle links and how many looks found no new one; when
-  // this side proposed or asked for a close.
+  // this side proposed or asked for a close, and when its last proposal failed.
   bool live = false;
   bool closed_by_agreement = false;
   bool buried = false;  // released once its connection settles (engine_release.h)
   uint64_t activity = 0;
   uint32_t quiet_looks = 0;
   std::chrono::steady_clock::time_point close_asked{};
+  std::chrono::steady_clock::time_point close_failed{};
   uint8_t request_nonce[protocol::kNonceBytes] = {};  // active side: what the accept must cover
 
   Credits credits;

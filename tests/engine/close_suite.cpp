@@ -193,5 +193,58 @@ TEST_P(EngineTest, APeerThatNeverAnswersACloseTimesOut) {
       SettingList{{"RDMX_MAX_CONNECTIONS", "2"}, {"RDMX_CONNECT_TIMEOUT_MS", "300"}});
 }
 
+// A peer that refuses a proposal to close (a synchronous send of its own waits on this
+// side) is not asked again at every look for idle connections (once a millisecond): a
+// failed proposal is made again on that connection only after 100 ms, and nothing is
+// lost meanwhile.
+TEST_P(EngineTest, ARefusedCloseIsProposedAgainOnlyAfterAWhile) {
+  constexpr auto kWindow = std::chrono::milliseconds(600);
+  run(
+      4,
+      [kWindow](Rank& r) {
+        using Clock = std::chrono::steady_clock;
+        uint32_t v = 7, got = 0;
+        if (r.rank == 0) {
+          // Rank 0 connects to rank 1 (its active side: the one that proposes) and waits
+          // for rank 1's synchronous send, which then waits on rank 0: rank 1 refuses
+          // every close meanwhile.
+          EXPECT_EQ(r.finish(isend(r, 1, 1, &v, sizeof v)).error, RDMX_OK);
+          int found = 0;
+          for (auto until = Clock::now() + std::chrono::seconds(30);
+               !found && Clock::now() < until;) {
+            rdmx_progress(r.ctx);
+            rdmx_iprobe(r.ctx, 1, 0, 2, &found, nullptr);
+          }
+          EXPECT_TRUE(found) << "rank 1's synchronous send never arrived";
+          // Two more connections, each busy with a synchronous send that waits on its
+          // peer: three live over a cap of two, and the idle one, to rank 1, is the only
+          // one that may close.
+          rdmx_request_t* busy[2] = {isend(r, 2, 3, &v, sizeof v, 0, RDMX_SEND_SYNC),
+                                     isend(r, 3, 3, &v, sizeof v, 0, RDMX_SEND_SYNC)};
+          uint64_t before = stats(r).close_proposals;
+          for (auto until = Clock::now() + kWindow; Clock::now() < until;) rdmx_progress(r.ctx);
+          uint64_t proposals = stats(r).close_proposals - before;
+          EXPECT_GE(proposals, 1u) << "no close was proposed over the cap";
+          EXPECT_LE(proposals, 12u) << "a refused close was proposed again within 100 ms";
+          EXPECT_EQ(stats(r).connection_closes, 0u);
+          r.barrier();
+          EXPECT_EQ(r.finish(irecv(r, 1, 2, &got, sizeof got)).error, RDMX_OK);
+          EXPECT_EQ(got, 8u);
+          for (auto* q : busy) EXPECT_EQ(r.finish(q).error, RDMX_OK);
+        } else if (r.rank == 1) {
+          EXPECT_EQ(r.finish(irecv(r, 0, 1, &got, sizeof got)).error, RDMX_OK);
+          uint32_t w = 8;
+          rdmx_request_t* sync = isend(r, 0, 2, &w, sizeof w, 0, RDMX_SEND_SYNC);
+          r.barrier();
+          EXPECT_EQ(r.finish(sync).error, RDMX_OK);
+        } else {
+          r.barrier();
+          EXPECT_EQ(r.finish(irecv(r, 0, 3, &got, sizeof got)).error, RDMX_OK);
+          EXPECT_EQ(got, 7u);
+        }
+      },
+      SettingList{{"RDMX_MAX_CONNECTIONS", "2"}});
+}
+
 }  // namespace
 }  // namespace rdmx::test
