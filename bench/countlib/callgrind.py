@@ -84,6 +84,13 @@ class Profile:
         rx = re.compile(pattern)
         return sum(c for (_, f), c in self.calls.items() if f and rx.search(f))
 
+    def calls_from(self, caller, object_pattern):
+        """Calls from the function named caller to the functions of the objects matching
+        object_pattern."""
+        rx = re.compile(object_pattern)
+        return sum(c for (a, b), c in self.arcs.items()
+                   if a[1] == caller and b[0] and rx.search(b[0]))
+
     def most_called_in(self, object_pattern):
         """Calls to the most-called function of the objects matching object_pattern (for a
         stripped library, whose functions have addresses for names)."""

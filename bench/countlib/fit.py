@@ -34,10 +34,19 @@ def solve(rows, ys):
 
 def one_role(points):
     """points: (round trips N, poll iterations P, instructions I) per run of one role.
-    Returns (a, b, worst residual as a fraction of the run's instructions)."""
-    rows = [[1.0, float(n), float(p)] for n, p, _ in points]
+    Returns (a, b, worst residual as a fraction of the run's instructions).
+
+    A side that never waits (a sender whose peer keeps up: each poll finds completions)
+    polls the same number of times for the same N in every run; then P tells nothing
+    apart from N, and I = c + a * N is fitted, a counting those polls, b 0."""
     ys = [float(i) for _, _, i in points]
-    c, a, b = solve(rows, ys)
+    ratios = [p / n for n, p, _ in points]
+    if max(ratios) - min(ratios) <= 1e-9 * max(max(ratios), 1.0):
+        rows = [[1.0, float(n), 0.0] for n, _, _ in points]
+        (c, a), b = solve([r[:2] for r in rows], ys), 0.0
+    else:
+        rows = [[1.0, float(n), float(p)] for n, p, _ in points]
+        c, a, b = solve(rows, ys)
     worst = max(abs(c + a * r[1] + b * r[2] - y) / max(y, 1.0) for r, y in zip(rows, ys))
     return a, b, worst
 
