@@ -113,8 +113,7 @@ void Engine<F>::enforce_cap() {
     } else {
       ++l->quiet_looks;
     }
-    if (idle(*l) && !(l->active && now - l->close_failed < kCloseRetryAfter))
-      idle_links.push_back(l);
+    if (idle(*l) && now - l->close_failed >= kCloseRetryAfter) idle_links.push_back(l);
   }
   size_t want = live_links_ - max_links_;
   want = want > closing_ ? want - closing_ : 0;

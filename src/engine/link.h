@@ -62,7 +62,8 @@ struct Link {
   std::chrono::steady_clock::time_point started{};
   // Closing by agreement (engine_close.h): in the count of live links; the messages
   // counted at the last look for idle links and how many looks found no new one; when
-  // this side proposed or asked for a close, and when its last proposal failed.
+  // this side proposed or asked for a close, and when its last proposal failed (only a
+  // link's active side proposes).
   bool live = false;
   bool closed_by_agreement = false;
   bool buried = false;  // released once its connection settles (engine_release.h)
