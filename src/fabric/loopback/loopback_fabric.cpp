@@ -258,7 +258,7 @@ int Fabric::post_recvs(Conn* c, const fabric::RecvBuf* bufs, int n, const Region
   for (int i = 0; i < n; ++i) {
     if (c->broken)
       ep_->complete(
-          {Completion::WrError, false, fabric::Failure::Flushed, 0, bufs[i].wr, 0, c->user, c});
+          {Completion::WrError, false, fabric::Failure::Flushed, 0, bufs[i].wr, 0, c->user, c, {}});
     else
       c->recvs.push({bufs[i].addr, bufs[i].len, bufs[i].wr});
   }
@@ -275,7 +275,8 @@ int Fabric::post_shared_recv(void* buf, uint32_t len, const Region&, uint64_t wr
   EpState::Parked m = ep_->parked.pop();
   uint32_t n = uint32_t(std::min<size_t>(m.data.size(), len));
   std::memcpy(buf, m.data.data(), n);
-  ep_->complete({Completion::Recv, false, fabric::Failure::Other, n, wr, 0, m.conn->user, m.conn});
+  ep_->complete(
+      {Completion::Recv, false, fabric::Failure::Other, n, wr, 0, m.conn->user, m.conn, {}});
   return RDMX_OK;
 }
 
@@ -329,7 +330,8 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_
                      0,
                      0,
                      p->user,
-                     p};
+                     p,
+                     {}};
         gather(u.data);
         corrupt(u.data);
         pe->complete(u);
@@ -339,14 +341,28 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_
       } else {
         RecvWr r = pe->shared ? pe->shared_recvs.pop() : p->recvs.pop();
         if (total > r.len) {
-          pe->complete(
-              {Completion::WrError, false, fabric::Failure::LocalLength, 0, r.wr, 0, p->user, p});
+          pe->complete({Completion::WrError,
+                        false,
+                        fabric::Failure::LocalLength,
+                        0,
+                        r.wr,
+                        0,
+                        p->user,
+                        p,
+                        {}});
           fail = fabric::Failure::RemoteAccess;
         } else {
           gather(static_cast<uint8_t*>(r.buf));
           corrupt(static_cast<uint8_t*>(r.buf));
-          pe->complete({Completion::Recv, false, fabric::Failure::Other, uint32_t(total), r.wr, 0,
-                        p->user, p});
+          pe->complete({Completion::Recv,
+                        false,
+                        fabric::Failure::Other,
+                        uint32_t(total),
+                        r.wr,
+                        0,
+                        p->user,
+                        p,
+                        {}});
           ok = true;
         }
       }
@@ -355,12 +371,13 @@ int Fabric::send(Conn* c, const fabric::Sge* sge, int n, uint32_t flags, uint64_
   if (ok) {
     if (flags & fabric::kSendSignaled) {
       std::lock_guard<SpinLock> g(ep_->mu);
-      ep_->complete({Completion::SendDone, false, fabric::Failure::Other, 0, wr, 0, c->user, c});
+      ep_->complete(
+          {Completion::SendDone, false, fabric::Failure::Other, 0, wr, 0, c->user, c, {}});
     }
   } else {
     {
       std::lock_guard<SpinLock> g(ep_->mu);
-      ep_->complete({Completion::WrError, false, fail, 0, wr, 0, c->user, c});
+      ep_->complete({Completion::WrError, false, fail, 0, wr, 0, c->user, c, {}});
     }
     if (fail != fabric::Failure::Flushed) break_pair(c, fail, fabric::failure_name(fail));
   }
@@ -384,7 +401,7 @@ int Fabric::read(Conn* c, void* local, uint64_t len, const Region&, uint64_t rad
   if (nth == f.drop_at_read.load(std::memory_order_relaxed)) {
     break_pair(c, fabric::Failure::RetryExceeded, "connection dropped (injected fault)");
     std::lock_guard<SpinLock> g(ep_->mu);
-    ep_->complete({Completion::WrError, true, fabric::Failure::Flushed, 0, wr, 0, c->user, c});
+    ep_->complete({Completion::WrError, true, fabric::Failure::Flushed, 0, wr, 0, c->user, c, {}});
     return RDMX_OK;
   }
   fabric::Failure fail = fabric::Failure::Other;
@@ -407,8 +424,15 @@ int Fabric::read(Conn* c, void* local, uint64_t len, const Region&, uint64_t rad
   }
   {
     std::lock_guard<SpinLock> g(ep_->mu);
-    ep_->complete({ok ? Completion::ReadDone : Completion::WrError, true, fail, uint32_t(0), wr, 0,
-                   c->user, c});
+    ep_->complete({ok ? Completion::ReadDone : Completion::WrError,
+                   true,
+                   fail,
+                   uint32_t(0),
+                   wr,
+                   0,
+                   c->user,
+                   c,
+                   {}});
   }
   if (!ok && fail != fabric::Failure::Flushed) break_pair(c, fail, fabric::failure_name(fail));
   return RDMX_OK;

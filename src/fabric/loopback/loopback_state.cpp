@@ -114,7 +114,7 @@ void EpState::break_locked(Conn* c, fabric::Failure why, const char* text) {
   c->broken = true;
   while (!c->recvs.empty()) {
     RecvWr r = c->recvs.pop();
-    complete({Completion::WrError, false, fabric::Failure::Flushed, 0, r.wr, 0, c->user, c});
+    complete({Completion::WrError, false, fabric::Failure::Flushed, 0, r.wr, 0, c->user, c, {}});
   }
   CmEvent e{};
   e.kind = CmEvent::ConnError;
