@@ -249,9 +249,10 @@ enum class SplitEnd { NotReached, Kept, WrittenAfter };
 
 // One 4 MiB message, read as one split read (shm's rendezvous chunk): the receiver
 // copies the front half and the sender claims the back half, then waits 200 ms before
-// copying it (shm::Faults). The front half's last page cannot be read (PROT_NONE), so
-// the receiver's copy fails and the receive completes in error. From then on the buffer
-// is the program's again: nothing may write into it.
+// copying it (shm::Faults; the receiver waits 50 ms before its front half, so that the
+// sender's thread, given the processor, claims first). The front half's last page
+// cannot be read (PROT_NONE), so the receiver's copy fails and the receive completes in
+// error. From then on the buffer is the program's again: nothing may write into it.
 SplitEnd read_fails_while_the_sender_copies() {
   constexpr uint64_t kLen = 4 << 20, kFront = 2 << 20, kPage = 4096;
   void* mem = mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -269,6 +270,7 @@ SplitEnd read_fails_while_the_sender_copies() {
     EXPECT_EQ(rdmx_irecv(b, 0, 0, 4, in.data(), kLen, nullptr, nullptr, &recv), RDMX_OK);
     EXPECT_EQ(rdmx_isend(a, 1, 0, 4, out, kLen, 0, nullptr, nullptr, &send), RDMX_OK);
     shm::faults().split_copy_delay_us = 200000;
+    shm::faults().split_front_delay_us = 50000;  // the sender's thread claims first
     std::atomic<bool> stop{false};
     std::thread sender([&] {
       while (!stop.load()) rdmx_progress(a);
@@ -285,6 +287,7 @@ SplitEnd read_fails_while_the_sender_copies() {
     stop = true;
     sender.join();
     shm::faults().split_copy_delay_us = 0;
+    shm::faults().split_front_delay_us = 0;
     rdmx_request_free(b, recv);
     drive({a}, send, &st, 1000);
     rdmx_request_free(a, send);
@@ -301,8 +304,8 @@ SplitEnd read_fails_while_the_sender_copies() {
 // connection breaks with split reads open (Fabric::fail_splits).
 TEST_F(Shm, AFailedSplitReadsBufferIsNotWrittenAfterItCompletes) {
   SplitEnd end = SplitEnd::NotReached;
-  // The sender has to claim the back half while the receiver copies the front (a few
-  // hundred microseconds): on a loaded machine it may miss it, so up to 3 tries.
+  // The sender has to claim the back half before the receiver's front copy fails (the
+  // receiver waits 50 ms for it): on a loaded machine it may miss it, so up to 3 tries.
   for (int k = 0; k < 3 && end == SplitEnd::NotReached; ++k)
     end = read_fails_while_the_sender_copies();
   ASSERT_TRUE(end != SplitEnd::NotReached) << "the sender never claimed the back half";

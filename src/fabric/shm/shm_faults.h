@@ -12,6 +12,9 @@ struct Faults {
   // A peer that has claimed the back half of a split read waits this long before it
   // copies it (shm_split_read.cpp).
   std::atomic<uint32_t> split_copy_delay_us{0};
+  // A reader that has told the peer of its split read waits this long before it copies
+  // the front half: the peer, if it runs, claims the back half first.
+  std::atomic<uint32_t> split_front_delay_us{0};
   // The kernel refuses this process's cross-memory copies (EPERM), as when a policy
   // changes during a job: its reads (process_vm_readv), or its copies of back halves
   // (process_vm_writev).

@@ -99,6 +99,8 @@ bool Fabric::split_read(Conn* c, uint8_t* local, uint64_t len, uint64_t raddr, u
   SplitState& st = c->split_state[e];
   st = {SplitState::Open, wr, 0, ++c->split_seq};
   ++c->splits_open;
+  if (uint32_t us = faults().split_front_delay_us.load(std::memory_order_relaxed)) [[unlikely]]
+    ::usleep(us);
   fabric::Failure f = fabric::Failure::Other;
   if (!cma_read(c, local, front, raddr, f)) {
     if (f != fabric::Failure::Other) return split_failed(c, e, f), true;
