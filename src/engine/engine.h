@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -54,7 +55,7 @@ class Engine {
   // upkeep is due, the next progress() does that work: it runs only every 64 calls,
   // which a sleeping caller makes seldom (a backoff of 10 ms took 400).
   int wait_event(int timeout_ms) {
-    if (connecting_ | upkeep_) [[unlikely]] {
+    if (tick_due()) [[unlikely]] {
       progress_calls_ |= 63;
       if (next_retry_ != std::chrono::steady_clock::time_point::max()) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -398,7 +399,14 @@ class Engine {
   uint64_t max_eager_limit_ = 0;  // the largest of any link's own (recv_buf_size_ holds it)
   uint32_t recv_buf_size_ = 0;
   uint64_t progress_calls_ = 0;
-  uint32_t connecting_ = 0;
+  // Whether progress has work beyond the fabric's completions: connects in flight, and
+  // upkeep (refused READs, proposed closes, links over the cap). One word, so that
+  // progress tests both with one load.
+  struct Tick {
+    uint32_t connecting = 0;
+    uint32_t upkeep = 0;  // updated wherever one of its causes changes (update_upkeep)
+  } tick_;
+  bool tick_due() const { return std::bit_cast<uint64_t>(tick_) != 0; }
   // This rank's own connects in flight (active links not yet established), at most
   // kMaxDialing: a first alltoall among thousands of ranks starts its connects in waves,
   // each holding its receive buffers only once it starts, and no listener sees more
@@ -416,11 +424,9 @@ class Engine {
   uint32_t max_links_ = 0;
   uint32_t closing_ = 0;
   bool over_cap() const { return live_links_ > max_links_; }
-  // Nonzero while progress has upkeep to do beyond connecting: refused READs, proposed
-  // closes, links over the cap. One word, so that progress tests it in one instruction;
-  // updated wherever one of those changes.
-  uint32_t upkeep_ = 0;
-  void update_upkeep() { upkeep_ = refused_links_ | closing_ | burying_ | uint32_t(over_cap()); }
+  void update_upkeep() {
+    tick_.upkeep = refused_links_ | closing_ | burying_ | uint32_t(over_cap());
+  }
   uint32_t burying_ = 0;           // links in the graveyard to release (engine_release.h)
   uint64_t receive_bytes_ = 0;     // receive buffers held by links, live or not yet released
   uint64_t unexpected_bytes_ = 0;  // unexpected eager payloads held

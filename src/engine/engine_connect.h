@@ -121,7 +121,7 @@ void Engine<F>::connect_peer(Peer<F>& p) {
     // RDMX_CONNECT_TIMEOUT_MS, expire_secret_wait()).
     if (!p.awaiting_secret) {
       p.awaiting_secret = true;
-      ++connecting_;
+      ++tick_.connecting;
     }
     return;
   }
@@ -153,7 +153,7 @@ void Engine<F>::connect_peer(Peer<F>& p) {
   Link<F>* raw = l.get();
   p.link = std::move(l);
   note_live(p);
-  ++connecting_;
+  ++tick_.connecting;
   ++dialing_;
   if (rc != RDMX_OK) {
     fail_link(*raw, rc, "connecting to rank " + std::to_string(p.rank) + " failed: " + err);
@@ -264,7 +264,7 @@ void Engine<F>::on_connect_request(typename F::ConnRequest* req, const uint8_t* 
   CmMessage a = offer(CmKind::Accept, *l, m.nonce);
   p->link = std::move(l);
   note_live(*p);
-  ++connecting_;
+  ++tick_.connecting;
   rc = fabric_.accept(p->link->conn, req, &a, sizeof a, err);
   if (rc != RDMX_OK)
     fail_link(*p->link, rc, "accepting rank " + std::to_string(p->rank) + ": " + err);
@@ -364,7 +364,7 @@ int Engine<F>::set_job_secret(const uint8_t* secret, size_t len) {
   for (auto& p : peers_)
     if (p.awaiting_secret) {
       p.awaiting_secret = false;
-      --connecting_;
+      --tick_.connecting;
       if (!p.link && !p.failed && !p.backlog.empty()) connect_peer(p);
     }
   return RDMX_OK;
@@ -376,7 +376,7 @@ void Engine<F>::expire_secret_wait() {
   for (auto& p : peers_)
     if (p.awaiting_secret) {
       p.awaiting_secret = false;
-      --connecting_;
+      --tick_.connecting;
       fail_peer(p, RDMX_ERR_TIMEOUT,
                 "no job secret was given (RDMX_AUTH=secret: RDMX_JOB_SECRET or "
                 "rdmx_set_job_secret) within " +

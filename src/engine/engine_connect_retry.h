@@ -25,7 +25,7 @@ void Engine<F>::connect_later(Peer<F>& p, std::chrono::steady_clock::time_point 
   h.retry_at = at;
   next_retry_ = std::min(next_retry_, at);
   h.retry_started = started;
-  ++connecting_;
+  ++tick_.connecting;
 }
 
 // A refusal that a later attempt may not meet: the peer has no job secret yet (asked
@@ -72,7 +72,7 @@ std::chrono::milliseconds Engine<F>::backoff(uint32_t refusals) {
 // l is no longer being connected: established, failed or retired.
 template <fabric::Fabric F>
 void Engine<F>::left_connecting(Link<F>& l) {
-  --connecting_;
+  --tick_.connecting;
   if (l.active) --dialing_;
 }
 
@@ -104,7 +104,7 @@ void Engine<F>::check_connect_timeouts() {
     }
     if (dialing_ >= kMaxDialing && !p.link && !p.failed && !p.backlog.empty()) continue;
     h->retry_pending = false;
-    --connecting_;
+    --tick_.connecting;
     if (p.link || p.failed || p.backlog.empty()) continue;
     bool waited = h->dial_wait;
     h->dial_wait = false;

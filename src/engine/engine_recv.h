@@ -396,7 +396,7 @@ inline typename Engine<F>::Req& Engine<F>::new_request(typename Req::Kind kind,
   r.state = Req::State::Idle;
   r.sync = false;
   r.freed = false;
-  r.release_after_cb = release_after_cb_ && cb;
+  r.release_after_cb = release_after_cb_;  // (only a request with a callback is released)
   r.cb = cb;
   r.user = user;
   r.buf = buf;

@@ -102,8 +102,8 @@ int Engine<F>::add_peer(int32_t rank, const void* addr, size_t len) {
 
 template <fabric::Fabric F>
 inline int Engine<F>::progress() {
-  if ((connecting_ | upkeep_) && (++progress_calls_ & 63) == 0) [[unlikely]] {
-    if (connecting_) check_connect_timeouts();
+  if (tick_due() && (++progress_calls_ & 63) == 0) [[unlikely]] {
+    if (tick_.connecting) check_connect_timeouts();
     if (refused_links_) check_refusals();
     if (closing_ || over_cap()) check_closes();
     if (burying_) release_buried();

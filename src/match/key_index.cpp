@@ -49,7 +49,8 @@ L& KeyIndex<L>::insert(const MatchKey& key) {
 // empty lists are recycled and the table is sized for the others.
 template <class L>
 void KeyIndex<L>::grow() {
-  last_list_ = nullptr;  // empty lists may be recycled below
+  last_key_ = MatchKey::none();  // empty lists may be recycled below
+  last_list_ = nullptr;
   std::vector<Slot> old;
   old.swap(slots_);
   bool drop_empty = used_ >= kKeepEmpty;

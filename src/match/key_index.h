@@ -26,7 +26,7 @@ class KeyIndex {
   // remembered: MPI programs often use the same (context, source, tag) over and over,
   // and then neither hash nor probe is needed.
   [[gnu::always_inline]] L* find(const MatchKey& key) {
-    if (key == last_key_ && last_list_) return last_list_;
+    if (key == last_key_) return last_list_;
     for (size_t i = slot_of(key);; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.key == key) return remember(key, s.list);
@@ -35,10 +35,10 @@ class KeyIndex {
   }
   // The list for key, made empty if it did not exist.
   [[gnu::always_inline]] L& get(const MatchKey& key) {
-    if (key == last_key_ && last_list_) return *last_list_;
+    if (key == last_key_) return *last_list_;
     for (size_t i = slot_of(key);; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
-      if (s.key == key && s.list) return *remember(key, s.list);
+      if (s.key == key) return *remember(key, s.list);
       if (!s.list) return *remember(key, &insert(key));
     }
   }
@@ -51,7 +51,7 @@ class KeyIndex {
 
  private:
   struct Slot {
-    MatchKey key{};
+    MatchKey key = MatchKey::none();  // until a list is made for a key
     L* list = nullptr;
   };
   size_t slot_of(const MatchKey& key) const { return size_t(key.hash() >> shift_); }
@@ -71,8 +71,8 @@ class KeyIndex {
   std::vector<std::unique_ptr<L[]>> chunks_;
   size_t chunk_used_ = 0;
   std::vector<L*> free_lists_;
-  MatchKey last_key_{};
-  L* last_list_ = nullptr;  // the list of last_key_ (lists stay put until grow())
+  MatchKey last_key_ = MatchKey::none();  // none() until a key is looked up, and after grow()
+  L* last_list_ = nullptr;                // the list of last_key_ (lists stay put until grow())
 };
 
 }  // namespace rdmx

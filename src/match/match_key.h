@@ -22,6 +22,7 @@ struct MatchKey {
   uint64_t hi = 0;
 
   MatchKey() = default;
+  constexpr explicit MatchKey(uint64_t hi_word) : hi(hi_word) {}
   MatchKey(uint32_t cid, int32_t source, int32_t tag, Wild wild)
       : lo(uint64_t(cid) | uint64_t(uint32_t(source)) << 32),
         hi(uint64_t(uint32_t(tag)) | uint64_t(wild) << 32) {}
@@ -32,6 +33,10 @@ struct MatchKey {
   Wild wild() const { return Wild(hi >> 32); }
 
   bool operator==(const MatchKey& o) const { return lo == o.lo && hi == o.hi; }
+
+  // A key no receive or message has (its class is none of Wild's): what an empty slot
+  // of an index holds, so that a lookup needs no second test to tell it from a key.
+  static constexpr MatchKey none() { return MatchKey(~0ull); }
 
   // The key under which a receive (source/tag possibly wildcards) is filed.
   static MatchKey for_receive(uint32_t cid, int32_t source, int32_t tag) {
