@@ -59,6 +59,8 @@ typedef struct rdmx_status_info {
   uint64_t length;      /* bytes delivered (receive) or the message's length (probe) */
   uint64_t sent_length; /* the message's full length as sent */
   int error;            /* RDMX_OK, RDMX_ERR_TRUNCATED, RDMX_ERR_CANCELLED, ... */
+  uint32_t context_id;  /* receive, probe: the message's context id (with tag, the high and
+                         * low halves of its 64-bit tag: rdmx_irecv_tagged); send: 0 */
 } rdmx_status_info_t;
 
 /* Called once when a request completes, from inside rdmx_progress (or the call that
@@ -231,6 +233,26 @@ RDMX_API int rdmx_isend(rdmx_context_t* ctx, int32_t dest, uint32_t context_id, 
 RDMX_API int rdmx_irecv(rdmx_context_t* ctx, int32_t source, uint32_t context_id, int32_t tag,
                         void* buf, uint64_t len, rdmx_completion_fn cb, void* user,
                         rdmx_request_t** req);
+
+/* Tagged matching as libfabric defines it: one 64-bit tag, the context id in its high
+ * 32 bits and the tag in its low 32, as rdmx_isend would send them, matched under an
+ * ignore mask (a set bit need not match). Every tag value is exact here, RDMX_ANY_TAG's
+ * too; source may be RDMX_ANY_SOURCE. A receive under a non-zero mask is kept in a list
+ * in post order rather than in a hash index: its cost grows with the receives under a
+ * mask that wait before it (and, unexpected, with the messages that wait). The status
+ * gives the message's tag in context_id and tag. Ordering is MPI's: between one sender's
+ * messages that a receive could match, the oldest. */
+RDMX_API int rdmx_isend_tagged(rdmx_context_t* ctx, int32_t dest, uint64_t tag, const void* buf,
+                               uint64_t len, uint32_t flags, rdmx_completion_fn cb, void* user,
+                               rdmx_request_t** req);
+RDMX_API int rdmx_irecv_tagged(rdmx_context_t* ctx, int32_t source, uint64_t tag, uint64_t ignore,
+                               void* buf, uint64_t len, rdmx_completion_fn cb, void* user,
+                               rdmx_request_t** req);
+RDMX_API int rdmx_iprobe_tagged(rdmx_context_t* ctx, int32_t source, uint64_t tag, uint64_t ignore,
+                                int* found, rdmx_status_info_t* status);
+RDMX_API int rdmx_improbe_tagged(rdmx_context_t* ctx, int32_t source, uint64_t tag, uint64_t ignore,
+                                 int* found, rdmx_message_t** msg, rdmx_status_info_t* status);
+
 RDMX_API int rdmx_iprobe(rdmx_context_t* ctx, int32_t source, uint32_t context_id, int32_t tag,
                          int* found, rdmx_status_info_t* status);
 RDMX_API int rdmx_improbe(rdmx_context_t* ctx, int32_t source, uint32_t context_id, int32_t tag,

@@ -27,6 +27,14 @@ class Context {
                      rdmx_status_info_t* st) = 0;
   virtual int improbe(int32_t source, uint32_t cid, int32_t tag, int* found, rdmx_message_t** msg,
                       rdmx_status_info_t* st) = 0;
+  virtual int isend_tagged(int32_t dest, uint64_t tag, const void* buf, uint64_t len,
+                           uint32_t flags, rdmx_completion_fn cb, void* user,
+                           rdmx_request_t** out) = 0;
+  virtual int irecv_tagged(int32_t source, uint64_t tag, uint64_t ignore, void* buf, uint64_t len,
+                           rdmx_completion_fn cb, void* user, rdmx_request_t** out) = 0;
+  // msg null: a probe; else a matched probe.
+  virtual int probe_tagged(int32_t source, uint64_t tag, uint64_t ignore, int* found,
+                           rdmx_message_t** msg, rdmx_status_info_t* st) = 0;
   virtual int imrecv(rdmx_message_t* msg, void* buf, uint64_t len, rdmx_completion_fn cb,
                      void* user, rdmx_request_t** out) = 0;
   virtual int cancel(rdmx_request_t* r) = 0;

@@ -47,6 +47,27 @@ class EngineContext final : public Context {
     *msg = reinterpret_cast<rdmx_message_t*>(u);
     return rc;
   }
+  int isend_tagged(int32_t dest, uint64_t tag, const void* buf, uint64_t len, uint32_t flags,
+                   rdmx_completion_fn cb, void* user, rdmx_request_t** out) override {
+    Req* r = nullptr;
+    int rc = e_.isend_tagged(dest, tag, buf, len, flags, cb, user, &r);
+    if (rc == RDMX_OK) *out = r ? r->handle() : nullptr;
+    return rc;
+  }
+  int irecv_tagged(int32_t source, uint64_t tag, uint64_t ignore, void* buf, uint64_t len,
+                   rdmx_completion_fn cb, void* user, rdmx_request_t** out) override {
+    Req* r = nullptr;
+    int rc = e_.irecv_tagged(source, tag, ignore, buf, len, cb, user, &r);
+    if (rc == RDMX_OK) *out = r->handle();
+    return rc;
+  }
+  int probe_tagged(int32_t source, uint64_t tag, uint64_t ignore, int* found, rdmx_message_t** msg,
+                   rdmx_status_info_t* st) override {
+    typename E::Unexp* u = nullptr;
+    int rc = e_.probe_tagged(source, tag, ignore, found, msg ? &u : nullptr, st);
+    if (msg) *msg = reinterpret_cast<rdmx_message_t*>(u);
+    return rc;
+  }
   int imrecv(rdmx_message_t* msg, void* buf, uint64_t len, rdmx_completion_fn cb, void* user,
              rdmx_request_t** out) override {
     Req* r = nullptr;

@@ -2,6 +2,7 @@
 // every entry so that no exception crosses into C callers.
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -21,6 +22,10 @@ struct rdmx_context {
   std::unique_ptr<rdmx::Context> impl;
   std::function<void()> at_finalize;  // after impl's finalize: a launcher's session
 };
+
+// context_id took the padding after error: a status is the size it was, and a caller
+// built against the earlier header still gets all it asks for.
+static_assert(sizeof(rdmx_status_info_t) == 32 && offsetof(rdmx_status_info_t, context_id) == 28);
 
 namespace {
 
@@ -153,6 +158,37 @@ int rdmx_improbe(rdmx_context_t* ctx, int32_t source, uint32_t cid, int32_t tag,
                  rdmx_message_t** msg, rdmx_status_info_t* status) {
   if (!ctx || !found || !msg) return RDMX_ERR_INVALID;
   return guarded([&]() -> int { return ctx->impl->improbe(source, cid, tag, found, msg, status); });
+}
+
+int rdmx_isend_tagged(rdmx_context_t* ctx, int32_t dest, uint64_t tag, const void* buf,
+                      uint64_t len, uint32_t flags, rdmx_completion_fn cb, void* user,
+                      rdmx_request_t** req) {
+  if (!ctx || !req) return RDMX_ERR_INVALID;
+  return guarded(
+      [&]() -> int { return ctx->impl->isend_tagged(dest, tag, buf, len, flags, cb, user, req); });
+}
+
+int rdmx_irecv_tagged(rdmx_context_t* ctx, int32_t source, uint64_t tag, uint64_t ignore, void* buf,
+                      uint64_t len, rdmx_completion_fn cb, void* user, rdmx_request_t** req) {
+  if (!ctx || !req) return RDMX_ERR_INVALID;
+  return guarded([&]() -> int {
+    return ctx->impl->irecv_tagged(source, tag, ignore, buf, len, cb, user, req);
+  });
+}
+
+int rdmx_iprobe_tagged(rdmx_context_t* ctx, int32_t source, uint64_t tag, uint64_t ignore,
+                       int* found, rdmx_status_info_t* status) {
+  if (!ctx || !found) return RDMX_ERR_INVALID;
+  return guarded([&]() -> int {
+    return ctx->impl->probe_tagged(source, tag, ignore, found, nullptr, status);
+  });
+}
+
+int rdmx_improbe_tagged(rdmx_context_t* ctx, int32_t source, uint64_t tag, uint64_t ignore,
+                        int* found, rdmx_message_t** msg, rdmx_status_info_t* status) {
+  if (!ctx || !found || !msg) return RDMX_ERR_INVALID;
+  return guarded(
+      [&]() -> int { return ctx->impl->probe_tagged(source, tag, ignore, found, msg, status); });
 }
 
 int rdmx_imrecv(rdmx_context_t* ctx, rdmx_message_t* msg, void* buf, uint64_t len,

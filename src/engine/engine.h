@@ -78,6 +78,17 @@ class Engine {
   int iprobe(int32_t source, uint32_t cid, int32_t tag, int* found, rdmx_status_info_t* st);
   int improbe(int32_t source, uint32_t cid, int32_t tag, int* found, Unexp** msg,
               rdmx_status_info_t* st);
+  // A 64-bit tag (cid in the high half) under an ignore mask (rdmx_irecv_tagged).
+  int isend_tagged(int32_t dest, uint64_t tag, const void* buf, uint64_t len, uint32_t flags,
+                   rdmx_completion_fn cb, void* user, Req** out) {
+    auto [cid, t] = split_tag(tag);
+    return send(dest, cid, t, buf, len, flags, cb, user, out);
+  }
+  int irecv_tagged(int32_t source, uint64_t tag, uint64_t ignore, void* buf, uint64_t len,
+                   rdmx_completion_fn cb, void* user, Req** out);
+  // msg null: a probe; else a matched probe that claims the message for imrecv.
+  int probe_tagged(int32_t source, uint64_t tag, uint64_t ignore, int* found, Unexp** msg,
+                   rdmx_status_info_t* st);
   int imrecv(Unexp* msg, void* buf, uint64_t len, rdmx_completion_fn cb, void* user, Req** out);
   int cancel(Req* r);
   [[gnu::always_inline]] void release(Req* r);
@@ -252,9 +263,12 @@ class Engine {
     return l.state.ready() && (l.credits.available() > 0 || l.attrs.uncredited_max) &&
            l.sq.has_room();
   }
+  [[gnu::always_inline]] int send(int32_t dest, uint32_t cid, int32_t tag, const void* buf,
+                                  uint64_t len, uint32_t flags, rdmx_completion_fn cb, void* user,
+                                  Req** out);
   [[gnu::noinline]] int isend_slow(Peer<F>& p, Req& r);
   [[gnu::noinline]] int register_send(Peer<F>& p, Req& r);
-  [[gnu::cold, gnu::noinline]] int send_arg_error(int32_t dest, int32_t tag, const void* buf,
+  [[gnu::cold, gnu::noinline]] int send_arg_error(int32_t dest, bool any_tag, const void* buf,
                                                   uint64_t len, uint32_t flags);
   [[gnu::always_inline]] bool transmit(Peer<F>& p, Req& r);
   [[gnu::always_inline]] bool post(Link<F>& l, wire::Header& h, const void* extra,
@@ -320,6 +334,11 @@ class Engine {
   int take_bounce();
 
   // Receiving and matching (engine_recv.h).
+  template <bool kTagged>
+  [[gnu::always_inline]] int recv(int32_t source, uint32_t cid, int32_t tag, uint64_t ignore,
+                                  void* buf, uint64_t len, rdmx_completion_fn cb, void* user,
+                                  Req** out);
+  int probe(const MatchKey& key, uint64_t ignore, int* found, Unexp** msg, rdmx_status_info_t* st);
   [[gnu::cold, gnu::noinline]] int recv_arg_error(int32_t source, const void* buf, uint64_t len);
   [[gnu::noinline]] void on_recv_other(Link<F>& l, uint64_t wr, uint32_t len);
   [[gnu::noinline]] void on_recv_unbuffered_other(Link<F>& l, const uint8_t* msg, uint32_t len);
@@ -351,8 +370,8 @@ class Engine {
                                           uint32_t cid, int32_t tag);
   [[gnu::always_inline]] Unexp& new_unexpected(uint64_t length, Link<F>* link);
   void consume(Req& r, Unexp& u);
-  [[gnu::always_inline]] void deliver(Req& r, int32_t source, int32_t tag, const void* data,
-                                      uint64_t len);
+  [[gnu::always_inline]] void deliver(Req& r, int32_t source, uint32_t cid, int32_t tag,
+                                      const void* data, uint64_t len);
   [[gnu::always_inline]] void complete(Req& r);
   void fill_status(const Unexp& u, rdmx_status_info_t* st) const;
 

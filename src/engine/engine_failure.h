@@ -136,7 +136,7 @@ void Engine<F>::fail_request(Req& r, int code) {
   // matched.
   if (r.kind == Req::Kind::Recv && r.state != Req::State::Reading &&
       r.state != Req::State::Assembling)
-    r.status = {r.peer, r.tag, 0, 0, RDMX_OK};
+    r.status = {r.peer, r.tag, 0, 0, RDMX_OK, r.key.cid()};
   r.status.error = code;
   if (r.kind == Req::Kind::Recv) r.status.length = 0;
   complete(r);

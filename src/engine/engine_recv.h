@@ -13,14 +13,34 @@ namespace rdmx::engine {
 template <fabric::Fabric F>
 inline int Engine<F>::irecv(int32_t source, uint32_t cid, int32_t tag, void* buf, uint64_t len,
                             rdmx_completion_fn cb, void* user, Req** out) {
+  return recv<false>(source, cid, tag, 0, buf, len, cb, user, out);
+}
+
+template <fabric::Fabric F>
+int Engine<F>::irecv_tagged(int32_t source, uint64_t tag, uint64_t ignore, void* buf, uint64_t len,
+                            rdmx_completion_fn cb, void* user, Req** out) {
+  auto [cid, t] = split_tag(tag);
+  return recv<true>(source, cid, t, ignore, buf, len, cb, user, out);
+}
+
+// A receive (kTagged: of rdmx_irecv_tagged, under the mask ignore): the oldest
+// unexpected message it matches, or posted.
+template <fabric::Fabric F>
+template <bool kTagged>
+inline int Engine<F>::recv(int32_t source, uint32_t cid, int32_t tag, uint64_t ignore, void* buf,
+                           uint64_t len, rdmx_completion_fn cb, void* user, Req** out) {
+  auto key = [&] {
+    return kTagged ? MatchKey::for_tagged(cid, source, tag, ignore)
+                   : MatchKey::for_receive(cid, source, tag);
+  };
   if ((uint32_t(source) >= uint32_t(size_) && source != RDMX_ANY_SOURCE) ||
       null_with_length(buf, len)) [[unlikely]]
     return recv_arg_error(source, buf, len);
   Req& r = new_request(Req::Kind::Recv, cb, user, buf, len, source, cid, tag);
   *out = &r;
   if (unexpected_.size() | failed_peers_) [[unlikely]] {  // one test for both
-    if (auto* u = unexpected_.size() ? static_cast<Unexp*>(unexpected_.find(cid, source, tag))
-                                     : nullptr) {
+    if (auto* u =
+            unexpected_.size() ? static_cast<Unexp*>(unexpected_.find(key(), ignore)) : nullptr) {
       unexpected_.remove(*u);
       consume(r, *u);
       return RDMX_OK;
@@ -33,7 +53,10 @@ inline int Engine<F>::irecv(int32_t source, uint32_t cid, int32_t tag, void* buf
     }
   }
   r.state = Req::State::Posted;
-  posted_.post(r, cid, source, tag);
+  if (kTagged && ignore)
+    posted_.post_masked(r, key(), ignore);
+  else
+    posted_.post(r, key());
   return RDMX_OK;
 }
 
@@ -279,7 +302,7 @@ inline void Engine<F>::take_eager(Link<F>& l, uint32_t cid, int32_t tag, const u
                                   uint64_t len, bool sync, uint64_t sender_request) {
   Peer<F>& p = *l.peer;
   if (Req* r = static_cast<Req*>(posted_.match(cid, p.rank, tag))) [[likely]] {
-    deliver(*r, p.rank, tag, payload, len);
+    deliver(*r, p.rank, cid, tag, payload, len);
     if (sync) queue_control(p, wire::Type::SyncAck, sender_request);
     return;
   }
@@ -362,12 +385,13 @@ void Engine<F>::handle_done(Link<F>& l, const wire::Header& h, const uint8_t* b,
 // Receive r takes message u out of the unexpected queue.
 template <fabric::Fabric F>
 void Engine<F>::consume(Req& r, Unexp& u) {
+  r.key = MatchKey(u.cid, u.source, u.tag, Wild::None);  // its status's context id
   if (u.self_send) {
     Req& s = *u.self_send;
-    deliver(r, u.source, u.tag, s.buf, s.len);
+    deliver(r, u.source, u.cid, u.tag, s.buf, s.len);
     complete(s);
   } else if (!u.rendezvous) {
-    deliver(r, u.source, u.tag, u.payload.data, u.length);
+    deliver(r, u.source, u.cid, u.tag, u.payload.data, u.length);
     if (u.sync) queue_control(*u.link->peer, wire::Type::SyncAck, u.remote.sender_request);
     payloads_.put(u.payload);
     if (u.link) drop_unexpected(u.length);  // not a send to self
@@ -378,11 +402,11 @@ void Engine<F>::consume(Req& r, Unexp& u) {
 }
 
 template <fabric::Fabric F>
-inline void Engine<F>::deliver(Req& r, int32_t source, int32_t tag, const void* data,
+inline void Engine<F>::deliver(Req& r, int32_t source, uint32_t cid, int32_t tag, const void* data,
                                uint64_t len) {
   uint64_t n = std::min(len, r.len);
   copy_bytes(r.buf, data, n);
-  r.status = {source, tag, n, len, len > r.len ? RDMX_ERR_TRUNCATED : RDMX_OK};
+  r.status = {source, tag, n, len, len > r.len ? RDMX_ERR_TRUNCATED : RDMX_OK, cid};
   complete(r);
 }
 
@@ -454,31 +478,46 @@ inline void Engine<F>::release(Req* r) {
 
 template <fabric::Fabric F>
 void Engine<F>::fill_status(const Unexp& u, rdmx_status_info_t* st) const {
-  if (st) *st = {u.source, u.tag, u.length, u.length, RDMX_OK};
+  if (st) *st = {u.source, u.tag, u.length, u.length, RDMX_OK, u.cid};
 }
 
 template <fabric::Fabric F>
 int Engine<F>::iprobe(int32_t source, uint32_t cid, int32_t tag, int* found,
                       rdmx_status_info_t* st) {
-  auto* u = static_cast<Unexp*>(unexpected_.find(cid, source, tag));
-  if (!u) {
-    progress();
-    u = static_cast<Unexp*>(unexpected_.find(cid, source, tag));
-  }
-  *found = u != nullptr;
-  if (u) fill_status(*u, st);
-  return RDMX_OK;
+  return probe(MatchKey::for_receive(cid, source, tag), 0, found, nullptr, st);
 }
 
 template <fabric::Fabric F>
 int Engine<F>::improbe(int32_t source, uint32_t cid, int32_t tag, int* found, Unexp** msg,
                        rdmx_status_info_t* st) {
-  int rc = iprobe(source, cid, tag, found, st);
-  if (rc || !*found) return rc;
-  auto* u = static_cast<Unexp*>(unexpected_.find(cid, source, tag));
-  unexpected_.remove(*u);
-  u->claimed = true;
-  *msg = u;
+  return probe(MatchKey::for_receive(cid, source, tag), 0, found, msg, st);
+}
+
+template <fabric::Fabric F>
+int Engine<F>::probe_tagged(int32_t source, uint64_t tag, uint64_t ignore, int* found, Unexp** msg,
+                            rdmx_status_info_t* st) {
+  auto [cid, t] = split_tag(tag);
+  return probe(MatchKey::for_tagged(cid, source, t, ignore), ignore, found, msg, st);
+}
+
+// The oldest unexpected message a receive for key would take (after one progress call
+// if there is none yet); msg: claimed for imrecv, out of the queue.
+template <fabric::Fabric F>
+int Engine<F>::probe(const MatchKey& key, uint64_t ignore, int* found, Unexp** msg,
+                     rdmx_status_info_t* st) {
+  auto* u = static_cast<Unexp*>(unexpected_.find(key, ignore));
+  if (!u) {
+    progress();
+    u = static_cast<Unexp*>(unexpected_.find(key, ignore));
+  }
+  *found = u != nullptr;
+  if (!u) return RDMX_OK;
+  fill_status(*u, st);
+  if (msg) {
+    unexpected_.remove(*u);
+    u->claimed = true;
+    *msg = u;
+  }
   return RDMX_OK;
 }
 
@@ -500,7 +539,7 @@ template <fabric::Fabric F>
 int Engine<F>::cancel(Req* r) {
   if (r->kind != Req::Kind::Recv || r->state != Req::State::Posted) return RDMX_OK;
   posted_.remove(*r);
-  r->status = {r->peer, r->tag, 0, 0, RDMX_ERR_CANCELLED};
+  r->status = {r->peer, r->tag, 0, 0, RDMX_ERR_CANCELLED, r->key.cid()};
   complete(*r);
   return RDMX_OK;
 }

@@ -105,7 +105,9 @@ void Engine<F>::start_segments(Link<F>& l, const wire::Header& h) {
     r->state = Req::State::Assembling;  // matched: its status is set here, failure or not
     r->peer = p.rank;
     uint64_t got = std::min(r->len, h.length);
-    r->status = {p.rank, h.tag, got, h.length, h.length > r->len ? RDMX_ERR_TRUNCATED : RDMX_OK};
+    r->status = {
+        p.rank,      h.tag, got, h.length, h.length > r->len ? RDMX_ERR_TRUNCATED : RDMX_OK,
+        r->key.cid()};
     r->peer_node.owner = r;
     r->peer_node.push_back(p.inflight);  // failed with the peer
     a.recv = r;
@@ -129,7 +131,7 @@ void Engine<F>::finish_segments(Link<F>& l) {
   Unexp& u = *a.unexp;
   int32_t src = l.peer->rank;
   if (Req* r = static_cast<Req*>(posted_.match(a.cid, src, a.tag))) {
-    deliver(*r, src, a.tag, u.payload.data, u.length);
+    deliver(*r, src, a.cid, a.tag, u.payload.data, u.length);
     payloads_.put(u.payload);
     unexpected_pool_.put(&u);
     return;

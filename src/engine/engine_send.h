@@ -13,9 +13,18 @@ namespace rdmx::engine {
 template <fabric::Fabric F>
 inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void* buf, uint64_t len,
                             uint32_t flags, rdmx_completion_fn cb, void* user, Req** out) {
-  if (uint32_t(dest) >= uint32_t(size_) || tag == RDMX_ANY_TAG || null_with_length(buf, len) ||
+  if (tag == RDMX_ANY_TAG) [[unlikely]]
+    return send_arg_error(dest, true, buf, len, flags);
+  return send(dest, cid, tag, buf, len, flags, cb, user, out);
+}
+
+// A send of any tag (rdmx_isend_tagged's may be RDMX_ANY_TAG's value).
+template <fabric::Fabric F>
+inline int Engine<F>::send(int32_t dest, uint32_t cid, int32_t tag, const void* buf, uint64_t len,
+                           uint32_t flags, rdmx_completion_fn cb, void* user, Req** out) {
+  if (uint32_t(dest) >= uint32_t(size_) || null_with_length(buf, len) ||
       (flags & ~(RDMX_SEND_SYNC | RDMX_SEND_NO_REQUEST_IF_DONE))) [[unlikely]]
-    return send_arg_error(dest, tag, buf, len, flags);
+    return send_arg_error(dest, false, buf, len, flags);
   // The common case: a small message on an open connection with nothing waiting before
   // it goes inline and is complete at once; its request only has to say so, and the
   // caller may ask for none. (A peer with a link is neither this rank nor a failed one.)
@@ -35,7 +44,7 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
       Req& r = *requests_.get();
       r.kind = Req::Kind::Send;
       r.state = Req::State::Done;
-      r.status = {dest, tag, len, len, RDMX_OK};
+      r.status = {dest, tag, len, len, RDMX_OK, 0};
       *out = &r;
       if (cb) {
         cb(r.handle(), &r.status, user);
@@ -45,7 +54,7 @@ inline int Engine<F>::isend(int32_t dest, uint32_t cid, int32_t tag, const void*
     }
   }
   Req& r = new_request(Req::Kind::Send, cb, user, const_cast<void*>(buf), len, dest, cid, tag);
-  r.status = {dest, tag, len, len, RDMX_OK};
+  r.status = {dest, tag, len, len, RDMX_OK, 0};
   r.sync = (flags & RDMX_SEND_SYNC) != 0;
   r.sent = 0;
   *out = &r;
@@ -96,13 +105,12 @@ int Engine<F>::register_send(Peer<F>& p, Req& r) {
 }
 
 template <fabric::Fabric F>
-int Engine<F>::send_arg_error(int32_t dest, int32_t tag, const void* buf, uint64_t len,
+int Engine<F>::send_arg_error(int32_t dest, bool any_tag, const void* buf, uint64_t len,
                               uint32_t flags) {
   if (dest < 0 || dest >= size_)
     return error(RDMX_ERR_INVALID, "isend: destination rank " + std::to_string(dest) +
                                        " is outside 0.." + std::to_string(size_ - 1));
-  if (tag == RDMX_ANY_TAG)
-    return error(RDMX_ERR_INVALID, "isend: RDMX_ANY_TAG is not a valid tag for a send");
+  if (any_tag) return error(RDMX_ERR_INVALID, "isend: RDMX_ANY_TAG is not a valid tag for a send");
   if (!buf && len)
     return error(RDMX_ERR_INVALID, "isend: a null buffer with length " + std::to_string(len));
   return error(RDMX_ERR_INVALID, "isend: unknown flags " + std::to_string(flags) +
@@ -416,7 +424,7 @@ void Engine<F>::on_send_room(void* user) {
 template <fabric::Fabric F>
 void Engine<F>::send_to_self(Req& r) {
   if (Req* rr = static_cast<Req*>(posted_.match(r.cid, rank_, r.tag))) {
-    deliver(*rr, rank_, r.tag, r.buf, r.len);
+    deliver(*rr, rank_, r.cid, r.tag, r.buf, r.len);
     complete(r);
     return;
   }

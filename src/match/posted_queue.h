@@ -1,7 +1,8 @@
 // Posted receives waiting for a message, indexed so that an arriving message finds
 // the oldest matching receive in O(1): one FIFO per (context, source, tag) key, at
 // most one lookup per wildcard class that has receives posted, and the post sequence
-// number picks between the classes.
+// number picks between the classes. Receives under an ignore mask (rdmx_irecv_tagged)
+// wait in one list in post order, walked only while some are posted.
 #pragma once
 
 #include <cstddef>
@@ -16,17 +17,29 @@ struct PostedEntry {
   PostedEntry* fifo_next = nullptr;
   MatchKey key{};
   uint64_t post_seq = 0;
+  uint64_t ignore = 0;  // Wild::Mask: the tag bits that need not match
 };
 
 class PostedQueue {
  public:
   [[gnu::always_inline]] void post(PostedEntry& e, uint32_t cid, int32_t source, int32_t tag) {
-    MatchKey key = MatchKey::for_receive(cid, source, tag);
+    post(e, MatchKey::for_receive(cid, source, tag));
+  }
+  // A receive under a key made already (MatchKey::for_tagged), not a Wild::Mask one.
+  [[gnu::always_inline]] void post(PostedEntry& e, const MatchKey& key) {
     e.key = key;
     e.post_seq = next_seq_++;
     index_.get(key).push(&e);
     if (key.wild() != Wild::None) [[unlikely]]
       count_wildcard(key.wild(), +1);
+  }
+  // A Wild::Mask receive: ignore is its mask.
+  void post_masked(PostedEntry& e, const MatchKey& key, uint64_t ignore) {
+    e.key = key;
+    e.post_seq = next_seq_++;
+    e.ignore = ignore;
+    masked_.push(&e);
+    count_wildcard(Wild::Mask, +1);
   }
   // Removes and returns the oldest receive matching the message, or null.
   [[gnu::always_inline]] PostedEntry* match(uint32_t cid, int32_t source, int32_t tag) {
@@ -51,11 +64,13 @@ class PostedQueue {
     wildcards_ += size_t(d);
   }
   PostedEntry* match_wildcards(uint32_t cid, int32_t source, int32_t tag);
+  PostedEntry* oldest_masked(uint32_t cid, int32_t source, int32_t tag);
 
   KeyIndex<Fifo<PostedEntry>> index_;
+  Fifo<PostedEntry> masked_;  // Wild::Mask receives, in post order
   uint64_t next_seq_ = 0;
-  size_t wildcards_ = 0;      // receives posted with ANY_SOURCE or ANY_TAG
-  size_t per_class_[4] = {};  // by Wild (per_class_[0] unused)
+  size_t wildcards_ = 0;      // receives posted with a wildcard or an ignore mask
+  size_t per_class_[5] = {};  // by Wild (per_class_[0] unused)
 };
 
 }  // namespace rdmx
