@@ -16,6 +16,9 @@
 //     Cancel     rdmx_cancel on every request held
 //     Test       rdmx_test on every request held, freeing those done
 //     PeerLeaves rank 1 disconnects
+//     Tagged     u8 source, u8 context id, u8 tag, u8 how (bits 0-1: the ignore mask,
+//                kTaggedMasks; bit 2: a matched probe and its receive), u16 length:
+//                rdmx_irecv_tagged (or rdmx_improbe_tagged) of (context id << 32 | tag)
 //
 // A SEND's fixes make fields right that the input would rarely guess: the sequence
 // number, the source, the request a FIN or sync ack names, where a rendezvous request
@@ -36,8 +39,12 @@ inline constexpr int kMaxOps = 64;
 inline constexpr uint16_t kMaxRawSend = 2048;
 inline constexpr uint64_t kMaxBuffer = 8192;
 
-enum class Op : uint8_t { RawSend, Recv, Send, Progress, Probe, Cancel, Test, PeerLeaves };
-inline constexpr uint8_t kOps = 8;
+enum class Op : uint8_t { RawSend, Recv, Send, Progress, Probe, Cancel, Test, PeerLeaves, Tagged };
+inline constexpr uint8_t kOps = 9;
+
+// Exact, the tag's low byte, the context id, everything.
+inline constexpr uint64_t kTaggedMasks[4] = {0, 0xff, ~0ull << 32, ~0ull};
+inline constexpr uint8_t kTaggedProbe = 4;
 
 struct Setup {
   int64_t srq = 0;
@@ -180,6 +187,15 @@ class ProgramWriter {
     u8(source);
     u8(cid);
     u8(tag);
+    return *this;
+  }
+  ProgramWriter& tagged(uint8_t source, uint8_t cid, uint8_t tag, uint8_t how, uint16_t len) {
+    op(Op::Tagged);
+    u8(source);
+    u8(cid);
+    u8(tag);
+    u8(how);
+    u16(len);
     return *this;
   }
   ProgramWriter& simple(Op o) {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "fabric/loopback/loopback_fabric.h"
@@ -85,6 +86,9 @@ class Run {
   void post_recv();
   void post_send();
   void probe();
+  void tagged();
+  // Whether a message of status st is one a tagged receive of want could take.
+  static bool matches(const rdmx_status_info_t& st, int32_t src, uint64_t want, uint64_t ignore);
   void cancel_all();
   void test_all();
   void progress(int rounds);
@@ -94,6 +98,12 @@ class Run {
   rdmx_context_t* ctx_ = nullptr;
   std::unique_ptr<RawPeer> peer_;
   std::vector<rdmx_request_t*> reqs_;
+  // What each tagged receive asked for: its source, tag and mask.
+  struct Want {
+    int32_t src;
+    uint64_t tag, ignore;
+  };
+  std::unordered_map<rdmx_request_t*, Want> wants_;
   std::vector<std::unique_ptr<uint8_t[]>> bufs_;  // outlive the context
 };
 
@@ -226,6 +236,34 @@ void Run::probe() {
   reqs_.push_back(q);
 }
 
+bool Run::matches(const rdmx_status_info_t& st, int32_t src, uint64_t want, uint64_t ignore) {
+  uint64_t got = uint64_t(st.context_id) << 32 | uint32_t(st.tag);
+  return (src == RDMX_ANY_SOURCE || st.source == src) && ((got ^ want) & ~ignore) == 0;
+}
+
+void Run::tagged() {
+  int32_t src = pick_source(in_.u8());
+  uint64_t tag = uint64_t(in_.u8() % 4) << 32 | uint32_t(pick_tag(in_.u8()));
+  uint8_t how = in_.u8();
+  uint64_t ignore = kTaggedMasks[how & 3];
+  uint64_t len = in_.u16() % kMaxBuffer;
+  rdmx_request_t* q = nullptr;
+  if (how & kTaggedProbe) {
+    int found = 0;
+    rdmx_status_info_t st{};
+    rdmx_message_t* msg = nullptr;
+    FUZZ_CHECK(rdmx_improbe_tagged(ctx_, src, tag, ignore, &found, &msg, &st) == RDMX_OK);
+    if (!found) return;
+    FUZZ_CHECK(matches(st, src, tag, ignore));
+    FUZZ_CHECK(rdmx_imrecv(ctx_, msg, buffer(len), len, nullptr, nullptr, &q) == RDMX_OK);
+  } else if (rdmx_irecv_tagged(ctx_, src, tag, ignore, buffer(len), len, nullptr, nullptr, &q) !=
+             RDMX_OK) {
+    return;
+  }
+  reqs_.push_back(q);
+  wants_[q] = {src, tag, ignore};
+}
+
 void Run::cancel_all() {
   for (rdmx_request_t* q : reqs_) FUZZ_CHECK(rdmx_cancel(ctx_, q) == RDMX_OK);
 }
@@ -241,6 +279,12 @@ void Run::test_all() {
       continue;
     }
     FUZZ_CHECK(st.length <= st.sent_length || st.error != RDMX_OK);
+    auto w = wants_.find(q);
+    if (w != wants_.end()) {
+      if (st.error == RDMX_OK || st.error == RDMX_ERR_TRUNCATED)
+        FUZZ_CHECK(matches(st, w->second.src, w->second.tag, w->second.ignore));
+      wants_.erase(w);
+    }
     if (kVerbose)
       std::fprintf(stderr, "fuzz: request done: source %d tag %d length %llu of %llu: %s\n",
                    st.source, st.tag, static_cast<unsigned long long>(st.length),
@@ -259,6 +303,7 @@ void Run::go() {
       case Op::Send: post_send(); break;
       case Op::Progress: progress(1 + in_.u8() % 16); break;
       case Op::Probe: probe(); break;
+      case Op::Tagged: tagged(); break;
       case Op::Cancel: cancel_all(); break;
       case Op::Test: test_all(); break;
       case Op::PeerLeaves:

@@ -237,6 +237,16 @@ void engine_recv() {
             .recv(kAny, 0, kTag0, 4)
             .simple(Op::Test)
             .bytes());
+  write(t, "tagged-masks",
+        ProgramWriter(s)
+            .tagged(kAny, 0, kTag0, 1, 64)  // the low byte ignored: takes tag 1's message
+            .raw_send(kFixAll, short_eager(1, 8))
+            .raw_send(kFixAll, short_eager(0, 8))
+            .raw_send(kFixAll | kFixLength, eager(1, 40))
+            .tagged(kFrom1, 0, kTag0, 0, 8)                // exact: tag 0
+            .tagged(kAny, 0, kTag0, 3 | kTaggedProbe, 64)  // anything: tag 1's eager one
+            .simple(Op::Test)
+            .bytes());
   write(t, "eager-unexpected-probe",
         ProgramWriter(s)
             .raw_send(kFixAll, eager(1, 40))
