@@ -26,7 +26,10 @@ class KeyIndex {
   // remembered: MPI programs often use the same (context, source, tag) over and over,
   // and then neither hash nor probe is needed.
   [[gnu::always_inline]] L* find(const MatchKey& key) {
-    if (key == last_key_) return last_list_;
+    if (key == last_key_) {
+      if (!last_list_) __builtin_unreachable();  // a remembered key has its list
+      return last_list_;
+    }
     for (size_t i = slot_of(key);; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.key == key) return remember(key, s.list);

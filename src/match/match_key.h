@@ -36,7 +36,8 @@ struct MatchKey {
   int32_t tag() const { return int32_t(uint32_t(hi)); }
   Wild wild() const { return Wild(hi >> 32); }
 
-  bool operator==(const MatchKey& o) const { return lo == o.lo && hi == o.hi; }
+  // The tag word first: keys looked up one after the other differ most often there.
+  bool operator==(const MatchKey& o) const { return hi == o.hi && lo == o.lo; }
 
   // A key no receive or message has (its class is none of Wild's): what an empty slot
   // of an index holds, so that a lookup needs no second test to tell it from a key.
