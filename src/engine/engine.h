@@ -347,6 +347,7 @@ class Engine {
   [[gnu::always_inline]] void repost(Link<F>& l, uint8_t* buf, uint64_t wr, bool ctrl);
   [[gnu::noinline]] void repost_consumed(Link<F>& l);
   [[gnu::always_inline]] bool handle_message(Link<F>& l, const uint8_t* b, uint32_t len);
+  [[gnu::noinline]] bool handle_any_message(Link<F>& l, const uint8_t* b, uint32_t len);
   [[gnu::cold, gnu::noinline]] void bad_message(Link<F>& l, const uint8_t* b, uint32_t len,
                                                 uint32_t expected_seq);
   [[gnu::noinline]] bool handle_other(Link<F>& l, const uint8_t* b, uint32_t len);

@@ -175,6 +175,30 @@ void Engine<F>::repost_consumed(Link<F>& l) {
 // every other kind goes out of line.
 template <fabric::Fabric F>
 inline bool Engine<F>::handle_message(Link<F>& l, const uint8_t* b, uint32_t len) {
+  // The most common message first, its fields read where they arrived: a short eager
+  // message, the next in order (or handed over in order by the fabric), while no
+  // segments are arriving.
+  using wire::Header;
+  uint32_t seq;
+  if (len >= wire::kShortBytes &&
+      b[offsetof(Header, version_type)] == Header::make_vt(wire::Type::Short) &&
+      ((seq = wire::field<uint32_t>(b, offsetof(Header, seq))) == l.recv_seq ||
+       (seq == wire::kUnnumbered && l.attrs.unnumbered_shorts)) &&
+      !l.reassembly.active()) [[likely]] {
+    ++l.recv_seq;
+    l.credits.receive(wire::field<uint16_t>(b, offsetof(Header, credits)),
+                      b[offsetof(Header, ctrl_credits)]);
+    take_eager(l, wire::field<uint32_t>(b, offsetof(Header, context_id)),
+               wire::field<int32_t>(b, offsetof(Header, tag)), b + wire::kShortBytes,
+               len - wire::kShortBytes, false, 0);
+    return false;
+  }
+  return handle_any_message(l, b, len);
+}
+
+// Any message, checked in full.
+template <fabric::Fabric F>
+bool Engine<F>::handle_any_message(Link<F>& l, const uint8_t* b, uint32_t len) {
   wire::Header h;
   if (len < wire::kShortBytes) [[unlikely]] {
     bad_message(l, b, len, l.recv_seq);

@@ -61,8 +61,17 @@ struct Header {
   uint16_t vt_flags() const { return uint16_t(version_type | flags << 8); }
 };
 static_assert(sizeof(Header) == 32 && std::is_trivially_copyable_v<Header>);
+static_assert(offsetof(Header, version_type) == 0);
 
 inline constexpr uint32_t kShortBytes = 16;
+
+// A header field of type T at offset in the message b, read where it is.
+template <class T>
+inline T field(const uint8_t* b, size_t offset) {
+  T v;
+  std::memcpy(&v, b + offset, sizeof v);
+  return v;
+}
 
 // The sequence number of a Short message whose fabric left it out: one that carries a
 // connection's messages in order itself (fabric::ConnAttrs::unnumbered_shorts). The
