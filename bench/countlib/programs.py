@@ -132,6 +132,7 @@ class RdmxPerf:
     both ranks share the host)."""
     name = "rdmx-verbs"
     roles = ("rank0", "rank1")
+    fabric = "verbs"
     env = {"RDMX_FABRIC": "verbs", "RDMX_SHM": "off"}
 
     def __init__(self, build, dev, addr, measure):
@@ -153,7 +154,7 @@ class RdmxPerf:
     def run(self, prefix, n, timeout, loops=1):
         m = self.measure
         cmd = [os.path.join(self.build, "src/tools/rdmx_perf"), "--test",
-               ",".join([self.test] * loops), "--fabric", "verbs", "--min-size", str(m.size),
+               ",".join([self.test] * loops), "--fabric", self.fabric, "--min-size", str(m.size),
                "--max-size", str(m.size), "--warmup", "0", "--iters",
                str(n // m.window if m.window else n), "--timeout-ms", str(timeout * 1000)]
         if m.window:
@@ -176,6 +177,8 @@ class RdmxPerf:
     def part(ob, src, fn):
         if "libibverbs" in ob or "rdmav" in ob:
             return "libibverbs+provider"
+        if "libfabric" in ob:
+            return "libfabric"
         if "/src/" in src:  # rdmx's own sources, wherever inlined
             if "/src/tools/" in src:
                 return "program"
@@ -187,9 +190,20 @@ class RdmxPerf:
         owner = re.split(r"[<(]", re.sub(r"^(?:[\w:]+ )?", "", fn), maxsplit=1)[0]
         if owner.startswith("rdmx::tools::"):
             return "program"
-        if owner.startswith(("rdmx::verbs::", "rdmx::rails::", "rdmx::fabric::")):
+        if owner.startswith(("rdmx::verbs::", "rdmx::rails::", "rdmx::fabric::", "rdmx::ofi::")):
             return "rdmx fabric"
         return "rdmx engine" if owner.startswith("rdmx") else "other"
 
     # what counts as rdmx's: everything but the benchmark's own loop
-    mine = ("rdmx engine", "rdmx fabric", "libibverbs+provider", "libc", "other")
+    mine = ("rdmx engine", "rdmx fabric", "libfabric", "libibverbs+provider", "libc", "other")
+
+
+class RdmxPerfOfi(RdmxPerf):
+    """The same over libfabric's verbs provider (rdmx's ofi fabric, FI_EP_MSG endpoints):
+    what reaching the device through libfabric costs."""
+    name = "rdmx-ofi-verbs"
+    fabric = "ofi"
+    env = {"RDMX_FABRIC": "ofi", "RDMX_OFI_PROVIDER": "verbs", "RDMX_SHM": "off"}
+
+
+PROGRAMS = {p.name: p for p in (Perftest, RdmxPerf, RdmxPerfOfi)}
