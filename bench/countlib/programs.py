@@ -48,6 +48,7 @@ class Perftest:
     """ib_send_lat -s 8, or ib_send_bw with a send queue as deep as the window (-t): a
     server and a client, raw verbs, the floor."""
     name = "perftest"
+    windows = True
     roles = ("server", "client")
     measured_run = 1  # the loop runs once
 
@@ -131,6 +132,7 @@ class RdmxPerf:
     """rdmx_perf --test lat, or --test bw with --window, over native verbs (RDMX_SHM=off:
     both ranks share the host)."""
     name = "rdmx-verbs"
+    windows = True  # measures windows as well as ping-pongs
     roles = ("rank0", "rank1")
     fabric = "verbs"
     env = {"RDMX_FABRIC": "verbs", "RDMX_SHM": "off"}
@@ -206,4 +208,54 @@ class RdmxPerfOfi(RdmxPerf):
     env = {"RDMX_FABRIC": "ofi", "RDMX_OFI_PROVIDER": "verbs", "RDMX_SHM": "off"}
 
 
-PROGRAMS = {p.name: p for p in (Perftest, RdmxPerf, RdmxPerfOfi)}
+class MpiPingpong(RdmxPerf):
+    """bench/mpi_pingpong's latency loop (8 bytes, MPI_Send and MPI_Recv) under mpirun
+    through Open MPI's pml cm and the rdmx MTL, over native verbs: what an MPI program
+    spends per round trip. Ping-pong only (no windows)."""
+    name = "mpi-rdmx-verbs"
+    windows = False
+    env = {"RDMX_FABRIC": "verbs", "RDMX_SHM": "off", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+    def __init__(self, build, dev, addr, measure):
+        super().__init__(build, dev, addr, measure)
+        fn = "latency_us"
+        self.loop = {r: fn for r in self.roles}
+        self.loop_exit = self.loop
+        # Open MPI's own component directory first, then the rdmx MTL's
+        # (tests/mpi/run-mpi-tests finds it the same way).
+        out = subprocess.run(["ompi_info", "--param", "mca", "base", "--level", "9",
+                              "--parsable"], capture_output=True, text=True).stdout
+        found = re.search(r'mca_base_component_path:value:"?([^:"\n]*)', out,
+                          re.M)
+        self.component_path = (found.group(1) + ":" if found else "") + os.path.join(
+            build, "plugin", ".libs")
+
+    def run(self, prefix, n, timeout, loops=1):
+        prog = [os.path.join(self.build, "bench/mpi_pingpong"), "--sizes",
+                ",".join([str(self.measure.size)] * loops), "--iters", str(n), "--latency-only"]
+        rank = [" ".join(shlex.quote(w) for w in prefix(role) + prog) for role in self.roles]
+        script = (f'if [ "$OMPI_COMM_WORLD_RANK" = 0 ]; then exec {rank[0]}; '
+                  f'else exec {rank[1]}; fi')
+        env = dict(os.environ, **self.env, OMPI_MCA_mca_base_component_path=self.component_path)
+        r = subprocess.run(["mpirun", "-np", "2", "--mca", "pml", "cm", "--mca", "mtl", "rdmx",
+                            "sh", "-c", script], env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True, timeout=timeout)
+        if r.returncode:
+            raise RuntimeError(f"mpi_pingpong failed: {r.stderr[-800:]}")
+
+    @staticmethod
+    def part(ob, src, fn):
+        # The component carries the engine and fabric in its object: by source first.
+        if "/plugin/" in src:
+            return "rdmx MTL"
+        if "mpi_pingpong" in ob:
+            return "program"
+        if "libmpi" in ob or "openmpi" in ob or "libopen-" in ob or "pmix" in ob:
+            return "Open MPI"
+        return RdmxPerf.part(ob, src, fn)
+
+    mine = RdmxPerf.mine + ("Open MPI", "rdmx MTL")
+
+
+PROGRAMS = {p.name: p for p in (Perftest, RdmxPerf, RdmxPerfOfi, MpiPingpong)}
