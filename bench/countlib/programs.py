@@ -161,15 +161,19 @@ class RdmxPerf:
                str(n // m.window if m.window else n), "--timeout-ms", str(timeout * 1000)]
         if m.window:
             cmd += ["--window", str(m.window)]
-        # Each rank picks its own tool by $RDMX_RANK, in the shell rdmx_launch starts.
+        self.launch([os.path.join(self.build, "src/tools/rdmx_launch"), "-n", "2", "--"],
+                    "RDMX_RANK", prefix, cmd, self.env, timeout)
+
+    def launch(self, launcher, rank_var, prefix, cmd, env, timeout):
+        """Starts cmd as two ranks under launcher, each under its own prefix: the rank
+        picks it by $rank_var in the shell the launcher starts. Raises on failure."""
         rank = [" ".join(shlex.quote(w) for w in prefix(role) + cmd) for role in self.roles]
-        script = f'if [ "$RDMX_RANK" = 0 ]; then exec {rank[0]}; else exec {rank[1]}; fi'
-        env = dict(os.environ, **self.env)
-        r = subprocess.run([os.path.join(self.build, "src/tools/rdmx_launch"), "-n", "2", "--",
-                            "sh", "-c", script], env=env, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True, timeout=timeout)
+        script = f'if [ "${rank_var}" = 0 ]; then exec {rank[0]}; else exec {rank[1]}; fi'
+        r = subprocess.run(launcher + ["sh", "-c", script], env=dict(os.environ, **env),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           timeout=timeout)
         if r.returncode:
-            raise RuntimeError(f"rdmx_perf failed: {r.stderr[-800:]}")
+            raise RuntimeError(f"{os.path.basename(cmd[0])} failed: {r.stderr[-800:]}")
 
     @staticmethod
     def poll_iterations(profile, role, n):
@@ -234,15 +238,9 @@ class MpiPingpong(RdmxPerf):
     def run(self, prefix, n, timeout, loops=1):
         prog = [os.path.join(self.build, "bench/mpi_pingpong"), "--sizes",
                 ",".join([str(self.measure.size)] * loops), "--iters", str(n), "--latency-only"]
-        rank = [" ".join(shlex.quote(w) for w in prefix(role) + prog) for role in self.roles]
-        script = (f'if [ "$OMPI_COMM_WORLD_RANK" = 0 ]; then exec {rank[0]}; '
-                  f'else exec {rank[1]}; fi')
-        env = dict(os.environ, **self.env, OMPI_MCA_mca_base_component_path=self.component_path)
-        r = subprocess.run(["mpirun", "-np", "2", "--mca", "pml", "cm", "--mca", "mtl", "rdmx",
-                            "sh", "-c", script], env=env, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True, timeout=timeout)
-        if r.returncode:
-            raise RuntimeError(f"mpi_pingpong failed: {r.stderr[-800:]}")
+        self.launch(["mpirun", "-np", "2", "--mca", "pml", "cm", "--mca", "mtl", "rdmx"],
+                    "OMPI_COMM_WORLD_RANK", prefix, prog,
+                    dict(self.env, OMPI_MCA_mca_base_component_path=self.component_path), timeout)
 
     @staticmethod
     def part(ob, src, fn):
