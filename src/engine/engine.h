@@ -388,7 +388,7 @@ class Engine {
                                                 const std::string& what);
 
   // Rendezvous (engine_rndv.h).
-  void start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint64_t msg_len,
+  void start_read(Req& r, Link<F>* l, int32_t source, uint32_t cid, int32_t tag, uint64_t msg_len,
                   const RemoteData& remote);
   void choose_reads(Link<F>& l) const;
   void schedule_reads(Link<F>& l);

@@ -375,7 +375,7 @@ void Engine<F>::handle_rts(Link<F>& l, const wire::Header& h, const uint8_t* b, 
   RemoteData remote{rts.address, rts.key, rts.sender_request};
   int32_t src = l.peer->rank;
   if (Req* r = static_cast<Req*>(posted_.match(h.context_id, src, h.tag))) {
-    start_read(*r, &l, src, h.tag, h.length, remote);
+    start_read(*r, &l, src, h.context_id, h.tag, h.length, remote);
     return;
   }
   Unexp& u = new_unexpected(h.length, &l);
@@ -409,7 +409,6 @@ void Engine<F>::handle_done(Link<F>& l, const wire::Header& h, const uint8_t* b,
 // Receive r takes message u out of the unexpected queue.
 template <fabric::Fabric F>
 void Engine<F>::consume(Req& r, Unexp& u) {
-  r.key = MatchKey(u.cid, u.source, u.tag, Wild::None);  // its status's context id
   if (u.self_send) {
     Req& s = *u.self_send;
     deliver(r, u.source, u.cid, u.tag, s.buf, s.len);
@@ -420,7 +419,7 @@ void Engine<F>::consume(Req& r, Unexp& u) {
     payloads_.put(u.payload);
     if (u.link) drop_unexpected(u.length);  // not a send to self
   } else {
-    start_read(r, u.link, u.source, u.tag, u.length, u.remote);
+    start_read(r, u.link, u.source, u.cid, u.tag, u.length, u.remote);
   }
   unexpected_pool_.put(&u);
 }

@@ -9,8 +9,8 @@
 namespace rdmx::engine {
 
 template <fabric::Fabric F>
-void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint64_t msg_len,
-                           const RemoteData& remote) {
+void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, uint32_t cid, int32_t tag,
+                           uint64_t msg_len, const RemoteData& remote) {
   r.state = Req::State::Reading;  // matched: its status is set here, failure or not
   r.peer = source;
   r.remote = remote;
@@ -18,8 +18,8 @@ void Engine<F>::start_read(Req& r, Link<F>* l, int32_t source, int32_t tag, uint
   r.read_len = std::min(r.len, msg_len);
   r.read_posted = 0;
   r.reads_in_flight = 0;
-  r.status = {source,     tag, r.read_len, msg_len, msg_len > r.len ? RDMX_ERR_TRUNCATED : RDMX_OK,
-              r.key.cid()};
+  r.status = {source, tag, r.read_len, msg_len, msg_len > r.len ? RDMX_ERR_TRUNCATED : RDMX_OK,
+              cid};
   Peer<F>& p = *l->peer;
   // The READs wait while the link is not open: on the passive side, the active side's
   // messages may come before the connection's established event; on a link this side

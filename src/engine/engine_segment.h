@@ -107,7 +107,7 @@ void Engine<F>::start_segments(Link<F>& l, const wire::Header& h) {
     uint64_t got = std::min(r->len, h.length);
     r->status = {
         p.rank,      h.tag, got, h.length, h.length > r->len ? RDMX_ERR_TRUNCATED : RDMX_OK,
-        r->key.cid()};
+        h.context_id};
     r->peer_node.owner = r;
     r->peer_node.push_back(p.inflight);  // failed with the peer
     a.recv = r;
