@@ -332,7 +332,7 @@ class Fabric {
   bool shm_on_ = false;
   std::string shm_off_why_;
   uint32_t net_conns_ = 0;  // connections made through the network fabric, ever
-  IdlePoll net_idle_;       // when to poll the network fabric while it has no connections
+  IdlePoll<> net_idle_;     // when to poll the network fabric while it has no connections
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<std::unique_ptr<ConnRequest>> requests_;
 };

@@ -259,7 +259,7 @@ class Fabric {
   uint64_t split_reads_ = 0;          // reads this side split with the peer
   uint64_t split_halves_served_ = 0;  // back halves this side wrote into a peer's buffer
   bool prefetch_ = false;             // the processor has prefetch_for_write (prefetch_next)
-  IdlePoll idle_sockets_;             // when to look at the sockets with no handshake running
+  IdlePoll<> idle_sockets_;           // when to look at the sockets with no handshake running
   bool sockets_due_ = false;          // run the sockets on the next progress
   uint32_t busy_ = 0;                 // handshakes in progress: run the sockets every call
   uint32_t waiting_room_ = 0;         // connections with a send refused for want of room

@@ -196,7 +196,7 @@ class Fabric {
   uint32_t sq_depth_ = 256;
   uint32_t rq_depth_ = 128;
   uint32_t max_inline_ = 256;
-  IdlePoll idle_;           // when to look at the rdma_cm channel and the device's events
+  IdlePoll<> idle_;         // when to look at the rdma_cm channel and the device's events
   uint32_t in_setup_ = 0;   // connections between create_conn and established or closed
   uint32_t unsettled_ = 0;  // closed or gone connections not reaped yet
   std::string device_why_;  // what ended the device (device_failed); empty while it lives
