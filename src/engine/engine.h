@@ -17,6 +17,7 @@
 #include "container/object_pool.h"
 #include "container/payload_pool.h"
 #include "core/aligned_buffer.h"
+#include "core/idle_poll.h"
 #include "core/settings.h"
 #include "engine/link.h"
 #include "engine/rcache.h"
@@ -56,7 +57,7 @@ class Engine {
   // which a sleeping caller makes seldom (a backoff of 10 ms took 400).
   int wait_event(int timeout_ms) {
     if (tick_due()) [[unlikely]] {
-      progress_calls_ |= 63;
+      upkeep_poll_.force();
       if (next_retry_ != std::chrono::steady_clock::time_point::max()) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                         next_retry_ - std::chrono::steady_clock::now())
@@ -418,7 +419,11 @@ class Engine {
   Settings settings_;
   uint64_t max_eager_limit_ = 0;  // the largest of any link's own (recv_buf_size_ holds it)
   uint32_t recv_buf_size_ = 0;
-  uint64_t progress_calls_ = 0;
+  // When progress does its upkeep while tick_due(): every 64 calls, or every call once
+  // calls come a millisecond or more apart (oversubscribed ranks that yield their
+  // processor), and at the next call after a wait or after a connect in flight ended
+  // with others waiting for it.
+  IdlePoll<64, false> upkeep_poll_;
   // Whether progress has work beyond the fabric's completions: connects in flight, and
   // upkeep (refused READs, proposed closes, links over the cap). One word, so that
   // progress tests both with one load.

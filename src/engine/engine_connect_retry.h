@@ -73,7 +73,9 @@ std::chrono::milliseconds Engine<F>::backoff(uint32_t refusals) {
 template <fabric::Fabric F>
 void Engine<F>::left_connecting(Link<F>& l) {
   --tick_.connecting;
-  if (l.active) --dialing_;
+  // A slot for a connect that waited for one: started at the next progress call, not
+  // up to 64 calls later (among oversubscribed ranks, many seconds).
+  if (l.active && dialing_-- == kMaxDialing) upkeep_poll_.force();
 }
 
 template <fabric::Fabric F>
@@ -112,9 +114,17 @@ void Engine<F>::check_connect_timeouts() {
     if (p.link && !waited) p.link->started = h->retry_started;
   }
   auto limit = std::chrono::milliseconds(settings_.connect_timeout_ms);
+  auto expired = [&](const Peer<F>& p) {
+    return p.link && p.link->state.connecting() && now - p.link->started > limit;
+  };
+  if (std::none_of(peers_.begin(), peers_.end(), expired)) return;
+  // This check may be the first thing a rank does after seconds without the processor
+  // (oversubscribed ranks): the answers that came meanwhile are taken first, and only a
+  // handshake still unanswered then is judged.
+  fabric_.progress(*this);
   for (auto& p : peers_) {
     Link<F>* l = p.link.get();
-    if (l && l->state.connecting() && now - l->started > limit) {
+    if (expired(p)) {
       uint32_t refusals = p.history ? p.history->refusals : 0;
       fail_link(*l, RDMX_ERR_TIMEOUT,
                 "connecting to rank " + std::to_string(p.rank) + " timed out after " +

@@ -102,7 +102,7 @@ int Engine<F>::add_peer(int32_t rank, const void* addr, size_t len) {
 
 template <fabric::Fabric F>
 inline int Engine<F>::progress() {
-  if (tick_due() && (++progress_calls_ & 63) == 0) [[unlikely]] {
+  if (tick_due() && upkeep_poll_.due()) [[unlikely]] {
     if (tick_.connecting) check_connect_timeouts();
     if (refused_links_) check_refusals();
     if (closing_ || over_cap()) check_closes();

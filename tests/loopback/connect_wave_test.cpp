@@ -3,8 +3,10 @@
 // connection for want of resources asked again, with backoff, within the time limit.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/engine_test.h"
@@ -86,6 +88,39 @@ TEST_F(ConnectWaves, APeerThatStaysOutOfResourcesIsGivenUpWithinTheTimeLimit) {
         r.barrier();
       },
       SettingList{{"RDMX_CONNECT_TIMEOUT_MS", "600"}});
+}
+
+// Rank 1 connects, then is away (off the processor, as oversubscribed ranks are) until
+// past its time limit, while rank 0 accepts. Its next progress call, doing its upkeep
+// first, takes the accept that waited for it instead of judging the attempt lost.
+TEST_F(ConnectWaves, AnAcceptThatCameWhileTheRankWasAwayIsTakenBeforeTheLimitIsJudged) {
+  std::atomic<bool> accepted{false};
+  run_world(
+      "loopback", 2,
+      [&](Rank& r) {
+        uint64_t v = 17;
+        if (r.rank == 1) {
+          rdmx_request_t* s = isend(r, 0, 1, &v, sizeof v);
+          auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+          while (!accepted.load() && std::chrono::steady_clock::now() < give_up)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          ASSERT_TRUE(accepted.load());
+          std::this_thread::sleep_for(std::chrono::milliseconds(400));  // past the limit
+          rdmx_wait_event(r.ctx, 0);  // its next progress call does the upkeep first
+          EXPECT_EQ(r.finish(s, 5000).error, RDMX_OK) << rdmx_last_error(r.ctx);
+          EXPECT_EQ(stats(r).connections, 1u);
+        } else {
+          auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+          while (stats(r).connections == 0 && std::chrono::steady_clock::now() < give_up)
+            rdmx_progress(r.ctx);
+          accepted = true;
+          uint64_t got = 0;
+          EXPECT_EQ(r.finish(irecv(r, 1, 1, &got, sizeof got), 5000).error, RDMX_OK);
+          EXPECT_EQ(got, 17u);
+        }
+        r.barrier();
+      },
+      SettingList{{"RDMX_CONNECT_TIMEOUT_MS", "200"}});
 }
 
 }  // namespace
