@@ -40,7 +40,9 @@ int Fabric::open(const Settings& s, int32_t rank, std::string& err) {
   use_srq_ = dev_.srq() != nullptr;
   // Address and route resolution each get half of the whole connection's time.
   resolve_timeout_ms_ = int(std::clamp<uint64_t>(s.connect_timeout_ms / 2, 100, 1800000));
-  sq_depth_ = std::min<uint32_t>(256, lim.max_qp_wr);
+  // 255, not 256: devices round a queue up to a power of two, and rxe keeps a slot of it
+  // empty, so that 256 asked for takes 512 slots (256 KiB a queue pair).
+  sq_depth_ = std::min<uint32_t>(255, lim.max_qp_wr);
   rq_depth_ = std::min<uint32_t>(fabric::max_credits(s) + 16, lim.max_qp_wr);
   if (use_srq_) shared_slots_.init(dev_.srq_depth(), nullptr);
   RDMX_LOG(LogLevel::Info, rank_,

@@ -193,7 +193,11 @@ class Fabric {
   bool use_srq_ = false;
   bool shared_receive_ok_ = false;
   int resolve_timeout_ms_ = 2000;
-  uint32_t sq_depth_ = 256;
+  uint32_t sq_depth_ = 255;
+  // A rank's first queue pairs are roomy (sq_depth_, max_inline_); the rest lean.
+  static constexpr size_t kRoomyQps = 8;
+  static constexpr uint32_t kLeanSqDepth = 63;
+  static constexpr uint32_t kLeanInline = 64;
   uint32_t rq_depth_ = 128;
   uint32_t max_inline_ = 256;
   IdlePoll<> idle_;         // when to look at the rdma_cm channel and the device's events
