@@ -34,6 +34,17 @@ fabric::Failure failure_of(int err, bool connecting) {
 
 int Fabric::setup_endpoint(Conn* c, fi_info* info, std::string& err) {
   if (srx_) info->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+  // A rank's first kRoomyConns endpoints get the full transmit queue; later ones, of a
+  // rank that talks to many peers, a lean one (and, with the shared receive context,
+  // a lean receive queue they do not use), as the other fabrics' later connections are
+  // lean: the provider keeps both per endpoint (tcp: 46 KB a peer with queues of 256,
+  // 29 KB with 64, bench/peer_cost), and sends past the queue wait in the engine.
+  uint32_t tx_depth = tx_depth_;
+  if (conns_.size() >= kRoomyConns) {
+    tx_depth = std::min(tx_depth_, kLeanQueue);
+    info->tx_attr->size = std::min<size_t>(info->tx_attr->size, tx_depth);
+    if (srx_) info->rx_attr->size = std::min<size_t>(info->rx_attr->size, kLeanQueue);
+  }
   int rc = fi_endpoint(domain_.get(), info, c->ep.out(), c);
   if (rc) {
     err = fi_error("fi_endpoint", rc);
@@ -50,7 +61,7 @@ int Fabric::setup_endpoint(Conn* c, fi_info* info, std::string& err) {
     c->ep.reset();
     return RDMX_ERR_FABRIC;
   }
-  c->tx.init(c, tx_depth_, Op::Send);
+  c->tx.init(c, tx_depth, Op::Send);
   c->rx.init(c, srx_ ? 0 : rx_depth_, Op::Recv);
   c->unreported.conn = c;
   c->unreported.kind = Op::Send;
@@ -113,6 +124,7 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
     // At most every receive posted arrives early; from a shared context, rarely any.
     c->early = Ring<Completion>(srx_ ? 0 : rx_depth_);
     c->attrs = attrs_;
+    c->attrs.max_send_wr = c->tx.size();
     c->attrs.initiator_depth = std::min<uint32_t>(rd_atom_, req->peer_rd_atom);
     c->attrs.responder_resources = c->attrs.initiator_depth;
   }
@@ -282,6 +294,7 @@ bool Fabric::poll_eq(CmEvent& ev) {
         uint8_t peer_rd_atom = 1;
         ev.data = unwrap(entry->data, ev.len, peer_rd_atom, c->peer_tag);
         c->attrs = attrs_;
+        c->attrs.max_send_wr = c->tx.size();
         c->attrs.initiator_depth = std::min<uint32_t>(rd_atom_, peer_rd_atom);
         c->attrs.responder_resources = c->attrs.initiator_depth;
       } else {

@@ -275,6 +275,9 @@ class Fabric {
   static constexpr int kBatch = 32;
   static constexpr size_t kMaxCmData = 512;
   static constexpr int kMaxSge = 4;
+  // A rank's first endpoints are roomy (tx_depth_); the rest lean (setup_endpoint).
+  static constexpr size_t kRoomyConns = 8;
+  static constexpr uint32_t kLeanQueue = 63;
 
   int bind_cq(Conn* c);
   int open_shared_receive(std::string& err);
