@@ -1,13 +1,14 @@
 // When to look at something that rarely has news (a listening socket, an idle fabric,
 // the engine's upkeep) from a progress loop that must stay cheap. Looked at every
 // kCalls calls, it is due then (kOncePerTick false) or once the coarse clock has ticked
-// (1 to 4 ms) since the last time it was, and at the next call after force(). Counting calls alone
-// is not enough: a rank that yields its processor or sleeps between polls makes each call last up
-// to milliseconds, and one look in thousands of calls leaves a peer's connection request unanswered
-// for seconds among oversubscribed ranks. Nor is one look in kCalls: with 256 ranks on two cores a
-// call came once in half a second, and 16 calls made a connection request wait 8 s to be read. So
-// once calls are found a millisecond or more apart on average, every call looks at the clock (it
-// costs nothing beside such calls), until calls come faster again.
+// (1 to 4 ms) since the last time it was, and at the next call after force(). Counting
+// calls alone is not enough: a rank that yields its processor or sleeps between polls
+// makes each call last up to milliseconds, and one look in thousands of calls leaves a
+// peer's connection request unanswered for seconds among oversubscribed ranks. Nor is
+// one look in kCalls: with 256 ranks on two cores a call came once in half a second,
+// and 16 calls made a connection request wait 8 s to be read. So once calls are found a
+// millisecond or more apart on average, every call looks at the clock (it costs nothing
+// beside such calls), until calls come faster again.
 #pragma once
 
 #include <time.h>

@@ -31,6 +31,11 @@ inline constexpr uint32_t kDefaultCredits = 64;
 inline uint32_t max_credits(const Settings& s) {
   return s.credits >= 0 ? uint32_t(s.credits) : kDefaultCredits;
 }
+// A rank's first kRoomyConns connections get a fabric's roomy shape (deep queues, more
+// buffers); later ones, of a rank that talks to many peers, a lean one, whose memory
+// per peer is what a large job pays for each (docs/scale.md). The first peers a rank
+// talks to are, in most programs, its busiest.
+inline constexpr size_t kRoomyConns = 8;
 // The largest message a fabric that carries small messages in its own queue entries
 // hands over without a receive buffer (Sink::on_recv_unbuffered): shared memory's
 // largest inline arrival (shm_layout.h), which the loopback fabric mirrors for the tests.

@@ -34,13 +34,13 @@ fabric::Failure failure_of(int err, bool connecting) {
 
 int Fabric::setup_endpoint(Conn* c, fi_info* info, std::string& err) {
   if (srx_) info->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
-  // A rank's first kRoomyConns endpoints get the full transmit queue; later ones, of a
+  // A rank's first fabric::kRoomyConns endpoints get the full transmit queue; later ones, of a
   // rank that talks to many peers, a lean one (and, with the shared receive context,
   // a lean receive queue they do not use), as the other fabrics' later connections are
   // lean: the provider keeps both per endpoint (tcp: 46 KB a peer with queues of 256,
   // 29 KB with 64, bench/peer_cost), and sends past the queue wait in the engine.
   uint32_t tx_depth = tx_depth_;
-  if (conns_.size() >= kRoomyConns) {
+  if (conns_.size() >= fabric::kRoomyConns) {
     tx_depth = std::min(tx_depth_, kLeanQueue);
     info->tx_attr->size = std::min<size_t>(info->tx_attr->size, tx_depth);
     if (srx_) info->rx_attr->size = std::min<size_t>(info->rx_attr->size, kLeanQueue);
@@ -68,6 +68,15 @@ int Fabric::setup_endpoint(Conn* c, fi_info* info, std::string& err) {
   c->unreported.index = kUnpooled;
   c->unreported.live = true;
   return srx_ ? take_tag(c, err) : RDMX_OK;
+}
+
+// A connection's attributes: the fabric's, its own send queue, and READs in flight as
+// both sides allow.
+void Fabric::settle_attrs(Conn* c, uint8_t peer_rd_atom) {
+  c->attrs = attrs_;
+  c->attrs.max_send_wr = c->tx.size();
+  c->attrs.initiator_depth = std::min<uint32_t>(rd_atom_, peer_rd_atom);
+  c->attrs.responder_resources = c->attrs.initiator_depth;
 }
 
 // Receives and READs are always reported; sends only when posted with FI_COMPLETION
@@ -123,10 +132,7 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
     if (rc == RDMX_OK) req->conn = c;
     // At most every receive posted arrives early; from a shared context, rarely any.
     c->early = Ring<Completion>(srx_ ? 0 : rx_depth_);
-    c->attrs = attrs_;
-    c->attrs.max_send_wr = c->tx.size();
-    c->attrs.initiator_depth = std::min<uint32_t>(rd_atom_, req->peer_rd_atom);
-    c->attrs.responder_resources = c->attrs.initiator_depth;
+    settle_attrs(c, req->peer_rd_atom);
   }
   if (rc) {
     err = (c->active ? "endpoint for " : "endpoint accepting ") + c->peer + ": " + err;
@@ -293,10 +299,7 @@ bool Fabric::poll_eq(CmEvent& ev) {
       if (c->active) {
         uint8_t peer_rd_atom = 1;
         ev.data = unwrap(entry->data, ev.len, peer_rd_atom, c->peer_tag);
-        c->attrs = attrs_;
-        c->attrs.max_send_wr = c->tx.size();
-        c->attrs.initiator_depth = std::min<uint32_t>(rd_atom_, peer_rd_atom);
-        c->attrs.responder_resources = c->attrs.initiator_depth;
+        settle_attrs(c, peer_rd_atom);
       } else {
         ev.len = 0;
       }

@@ -275,11 +275,11 @@ class Fabric {
   static constexpr int kBatch = 32;
   static constexpr size_t kMaxCmData = 512;
   static constexpr int kMaxSge = 4;
-  // A rank's first endpoints are roomy (tx_depth_); the rest lean (setup_endpoint).
-  static constexpr size_t kRoomyConns = 8;
+  // Queues past a rank's first fabric::kRoomyConns endpoints (setup_endpoint).
   static constexpr uint32_t kLeanQueue = 63;
 
   int bind_cq(Conn* c);
+  void settle_attrs(Conn* c, uint8_t peer_rd_atom);
   int open_shared_receive(std::string& err);
   // The connection a shared receive's completion names (its remote CQ data), or null.
   Conn* sender_of(uint64_t flags, uint64_t data) const;

@@ -131,7 +131,7 @@ int Fabric::create_conn(const uint8_t* addr, size_t addr_len, ConnRequest* req, 
   c->user = user;
   c->serial = next_serial_++;
   c->active = req == nullptr;
-  c->roomy = conns_.size() < kRoomyConns;
+  c->roomy = conns_.size() < fabric::kRoomyConns;
   if (c->active) {
     Address a;
     if (!decode_address(addr, addr_len, a, err)) return RDMX_ERR_INVALID;

@@ -115,7 +115,7 @@ class Fabric {
   // Reads are cross-memory reads of virtual addresses when they happen: nothing is pinned.
   bool pins_memory() const { return false; }
 
-  // A rank's first kRoomyConns connections get the roomy window below; the rest, a lean
+  // A rank's first fabric::kRoomyConns connections get the roomy window below; the rest, a lean
   // one. Every connection has a segment of its own, and a sender fills its peer's
   // receive buffers in turn: with 32 credits, an alltoall among 32 ranks touched a new
   // page of shared memory at almost every message (1,700 page faults per rank in ten
@@ -124,7 +124,6 @@ class Fabric {
   // eager limit goes by rendezvous, one cross-memory read): a quarter of the buffers,
   // whose pages stay warm (docs/scale.md). The first peers a rank talks to are, in most
   // programs, its busiest (a stencil's neighbours, a 2-rank benchmark's partner).
-  static constexpr size_t kRoomyConns = 8;
   static constexpr uint32_t kLeanCredits = 8;
   // Mid-size messages (RDMX_MIDSIZE_LIMIT=-1) on roomy connections: up to 32 KiB, a few
   // copies through the rings beat the rendezvous' request, cross-memory read and FIN

@@ -194,8 +194,7 @@ class Fabric {
   bool shared_receive_ok_ = false;
   int resolve_timeout_ms_ = 2000;
   uint32_t sq_depth_ = 255;
-  // A rank's first queue pairs are roomy (sq_depth_, max_inline_); the rest lean.
-  static constexpr size_t kRoomyQps = 8;
+  // Past a rank's first fabric::kRoomyConns queue pairs (sq_depth_, max_inline_).
   static constexpr uint32_t kLeanSqDepth = 63;
   static constexpr uint32_t kLeanInline = 64;
   uint32_t rq_depth_ = 128;

@@ -31,12 +31,12 @@ bool Fabric::create_qp(Conn* c, std::string& err) {
   ia.qp_type = IBV_QPT_RC;
   ia.sq_sig_all = 0;  // the engine signals one inline send in a few (fabric.h)
   ibv_qp* qp = nullptr;
-  // A rank's first kRoomyQps queue pairs get the deep send queue and a generous inline
+  // A rank's first fabric::kRoomyConns queue pairs get the deep send queue and a generous inline
   // size; later ones, of a rank that talks to many peers, a lean queue (its sends wait
   // in the engine's backlog past it). The device keeps the queue's memory per queue pair
   // (on rxe 512 bytes a slot with 256 bytes of inline data, 256 with 64), whatever the
   // traffic: with the receive pool shared, it was most of what a peer cost.
-  bool roomy = conns_.size() < kRoomyQps;
+  bool roomy = conns_.size() < fabric::kRoomyConns;
   uint32_t depth = roomy ? sq_depth_ : std::min(sq_depth_, kLeanSqDepth);
   uint32_t first_inline = roomy ? max_inline_ : std::min(max_inline_, kLeanInline);
   // Ask for a generous inline size and settle for what the device grants.
