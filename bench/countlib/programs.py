@@ -21,6 +21,28 @@ def _listening(port):
     return False
 
 
+def serve(server, client, port, timeout, env=None):
+    """Starts server, waits until it listens on TCP port, runs client to the end, waits
+    for the server: (return codes, stderr texts) of (client, server). Raises when the
+    server does not listen within timeout seconds."""
+    env = env or {}
+    srv = subprocess.Popen(server, env=env.get("server"), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + timeout
+    while not _listening(port):
+        if srv.poll() is not None or time.time() > deadline:
+            srv.kill()
+            raise RuntimeError(f"{server[0]}'s server did not listen: {srv.stderr.read()}")
+        time.sleep(0.1)
+    cli = subprocess.run(client, env=env.get("client"), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, timeout=timeout)
+    try:
+        srv.wait(timeout=max(deadline - time.time(), 10))
+    finally:
+        srv.kill()
+    return (cli.returncode, srv.returncode), (cli.stderr, srv.stderr.read())
+
+
 class Measure:
     """What is counted: a ping-pong of `size` bytes, per round trip (window 0), or windows
     of `window` sends of `size` bytes in flight, per message."""
@@ -79,26 +101,12 @@ class Perftest:
             # ibv_post_send, as rdmx posts: one call into the provider a message (the
             # newer ibv_wr_* calls are several), which poll_iterations counts on.
             base += ["-t", str(self.measure.window), "--use_old_post_send"]
-        srv = subprocess.Popen(prefix("server") + base, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + timeout
-        while not _listening(self.port):
-            if srv.poll() is not None or time.time() > deadline:
-                srv.kill()
-                raise RuntimeError(f"{self.tool}'s server did not listen: {srv.stderr.read()}")
-            time.sleep(0.1)
-        cli = subprocess.run(prefix("client") + base + [self.addr], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True, timeout=timeout)
-        try:
-            srv.wait(timeout=max(deadline - time.time(), 10))
-        finally:
-            srv.kill()
-        errs = (cli.stderr, srv.stderr.read())
+        rcs, errs = serve(prefix("server") + base, prefix("client") + base + [self.addr],
+                          self.port, timeout)
         # ib_send_bw measures the CPU's clock against the time of day before its report,
         # and under valgrind in a VM finds it too irregular ("Can't produce a report"):
         # its loop has run to the end, and only the report, not wanted here, is missing.
-        failed = [e for rc, e in zip((cli.returncode, srv.returncode), errs)
-                  if rc and "Can't produce a report" not in e]
+        failed = [e for rc, e in zip(rcs, errs) if rc and "Can't produce a report" not in e]
         if failed:
             raise RuntimeError(f"{self.tool} failed: {errs[0][-500:]} {errs[1][-500:]}")
 
@@ -166,7 +174,8 @@ class RdmxPerf:
 
     def launch(self, launcher, rank_var, prefix, cmd, env, timeout):
         """Starts cmd as two ranks under launcher, each under its own prefix: the rank
-        picks it by $rank_var in the shell the launcher starts. Raises on failure."""
+        picks it by $rank_var in the shell the launcher starts. Returns the ranks'
+        standard error; raises on failure."""
         rank = [" ".join(shlex.quote(w) for w in prefix(role) + cmd) for role in self.roles]
         script = f'if [ "${rank_var}" = 0 ]; then exec {rank[0]}; else exec {rank[1]}; fi'
         r = subprocess.run(launcher + ["sh", "-c", script], env=dict(os.environ, **env),
@@ -174,6 +183,7 @@ class RdmxPerf:
                            timeout=timeout)
         if r.returncode:
             raise RuntimeError(f"{os.path.basename(cmd[0])} failed: {r.stderr[-800:]}")
+        return r.stderr
 
     @staticmethod
     def poll_iterations(profile, role, n):
